@@ -1,0 +1,1 @@
+//! bloodraven-binlog (being written).

@@ -1,0 +1,1 @@
+//! Annotation keys and the one-shot action grammar (being written).

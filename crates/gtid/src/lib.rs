@@ -1,0 +1,1 @@
+//! bloodraven-gtid (being written).
