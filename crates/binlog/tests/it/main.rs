@@ -1,0 +1,14 @@
+//! Integration tests of bloodraven-binlog (one binary, modules by subject).
+//!
+//! - `roundtrip`: files from the writer parse back to what was written.
+//! - `partial`: every prefix and every chunking of a file gives a consistent summary.
+//! - `corruption`: flipped bytes, cut payloads and structural faults are located and reasoned.
+//! - `fixtures`: the committed MySQL-format files under `test_data/`.
+//! - `mariadb`: binlogs written by a real MariaDB server, checked against `mariadb-binlog`.
+
+mod corruption;
+mod fixtures;
+mod mariadb;
+mod partial;
+mod roundtrip;
+mod support;

@@ -1,0 +1,131 @@
+//! The request log, identities, and fault injection.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One served request, as tests query it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    pub time: jiff::Timestamp,
+    /// The user the bearer token maps to, or `system:anonymous`.
+    pub user: String,
+    /// Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection
+    /// (and the HTTP method in lower case for non-resource paths).
+    pub verb: String,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub status: u16,
+    /// `pods`, `widgets.example.com`; `None` for non-resource paths.
+    pub resource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+    pub user_agent: String,
+}
+
+impl RequestRecord {
+    /// Whether the request could have changed state (create, update, patch, delete...).
+    pub fn is_write(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+}
+
+/// What a fault does to a matching request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultAction {
+    /// Answer with this HTTP status and a `Status` body carrying the message.
+    Fail { code: u16, message: String },
+    /// Hold the request this long, then serve it normally.
+    Delay(Duration),
+}
+
+/// Fails or delays the next `times` requests that match every given criterion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    pub verb: Option<String>,
+    /// Plural resource name, optionally qualified by group (`widgets.example.com`).
+    pub resource: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub times: usize,
+    pub action: FaultAction,
+}
+
+impl Fault {
+    /// The next request (any) fails with `code`.
+    pub fn fail(code: u16) -> Self {
+        Self {
+            verb: None,
+            resource: None,
+            namespace: None,
+            name: None,
+            user: None,
+            times: 1,
+            action: FaultAction::Fail { code, message: format!("injected fault: status {code}") },
+        }
+    }
+
+    /// The next request (any) is held for `delay` before it is served.
+    pub fn delay(delay: Duration) -> Self {
+        Self { action: FaultAction::Delay(delay), ..Self::fail(500) }
+    }
+
+    pub fn verb(mut self, verb: &str) -> Self {
+        self.verb = Some(verb.to_string());
+        self
+    }
+
+    pub fn resource(mut self, resource: &str) -> Self {
+        self.resource = Some(resource.to_string());
+        self
+    }
+
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_string());
+        self
+    }
+
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    pub fn user(mut self, user: &str) -> Self {
+        self.user = Some(user.to_string());
+        self
+    }
+
+    pub fn times(mut self, times: usize) -> Self {
+        self.times = times;
+        self
+    }
+
+    pub fn message(mut self, text: &str) -> Self {
+        if let FaultAction::Fail { message, .. } = &mut self.action {
+            *message = text.to_string();
+        }
+        self
+    }
+
+    pub(crate) fn matches(&self, request: &RequestRecord) -> bool {
+        let resource_matches = |wanted: &String| {
+            request.resource.as_deref().is_some_and(|resource| {
+                resource == wanted || resource.split('.').next() == Some(wanted.as_str())
+            })
+        };
+        self.times > 0
+            && self.verb.as_ref().is_none_or(|verb| *verb == request.verb)
+            && self.resource.as_ref().is_none_or(resource_matches)
+            && self.namespace.as_ref().is_none_or(|namespace| request.namespace.as_ref() == Some(namespace))
+            && self.name.as_ref().is_none_or(|name| request.name.as_ref() == Some(name))
+            && self.user.as_ref().is_none_or(|user| *user == request.user)
+    }
+}
+
+/// Injected failure as a response body.
+pub(crate) fn fault_status(code: u16, message: &str) -> Value {
+    crate::error::ApiError::from_code(code, message).to_status()
+}
