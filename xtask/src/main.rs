@@ -41,14 +41,14 @@ fn codegen(directory: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", directory.display()))?;
     let crds = bloodraven_crd::all_crds();
     for (file_name, crd) in &crds {
-        let body = serde_norway::to_string(crd)
-            .with_context(|| format!("rendering {file_name}"))?;
+        let body =
+            serde_norway::to_string(crd).with_context(|| format!("rendering {file_name}"))?;
         let path = directory.join(file_name);
         std::fs::write(&path, format!("{}{body}", bloodraven_crd::GENERATED_HEADER))
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    for entry in std::fs::read_dir(directory)
-        .with_context(|| format!("listing {}", directory.display()))?
+    for entry in
+        std::fs::read_dir(directory).with_context(|| format!("listing {}", directory.display()))?
     {
         let path = entry?.path();
         let known = crds.iter().any(|(file_name, _)| path.file_name() == Some(file_name.as_ref()));

@@ -360,9 +360,8 @@ impl WindowStop {
     pub fn token(&self) -> &'static str {
         match self {
             WindowStop::ArchiveHead => TOKEN_NOT_COVERED,
-            WindowStop::Gap { kind: GapKind::UnsafeHistory, .. } | WindowStop::UnsafeHistory { .. } => {
-                TOKEN_UNSAFE_HISTORY
-            }
+            WindowStop::Gap { kind: GapKind::UnsafeHistory, .. }
+            | WindowStop::UnsafeHistory { .. } => TOKEN_UNSAFE_HISTORY,
             WindowStop::Gap { .. } => TOKEN_GAP,
             WindowStop::DivergentHistory { .. } => TOKEN_DIVERGENT,
             WindowStop::BackupNotOnLineage { .. } => TOKEN_NOT_ON_LINEAGE,
@@ -431,7 +430,9 @@ impl Coverage {
                         server_id: record.server_id,
                         gtid_executed: record.gtid_executed.clone(),
                         observed_at: record.observed_at,
-                        earliest_change: record.probe_interval.map(|p| shift(record.observed_at, -p)),
+                        earliest_change: record
+                            .probe_interval
+                            .map(|p| shift(record.observed_at, -p)),
                         ended_at: None,
                         ended_by: None,
                     },
@@ -447,7 +448,9 @@ impl Coverage {
                 &b.name,
             ))
         });
-        episodes.sort_by(|(a, ai), (b, bi)| (a.observed_at, &a.site, ai).cmp(&(b.observed_at, &b.site, bi)));
+        episodes.sort_by(|(a, ai), (b, bi)| {
+            (a.observed_at, &a.site, ai).cmp(&(b.observed_at, &b.site, bi))
+        });
         let mut episodes: Vec<Episode> = episodes.into_iter().map(|(e, _)| e).collect();
         end_episodes(&mut episodes);
 
@@ -534,10 +537,8 @@ impl Coverage {
             let Some(&site) = site_index.get(&manifest.site) else { continue };
             let site = &mut sites[site];
             let oldest_live = site.files.first().map(|&i| &files[i]);
-            let oldest_retired = manifest
-                .pruned
-                .iter()
-                .min_by_key(|r| r.first_event_time.unwrap_or(Timestamp::MIN));
+            let oldest_retired =
+                manifest.pruned.iter().min_by_key(|r| r.first_event_time.unwrap_or(Timestamp::MIN));
             let mut retired_gtids = GtidSet::new();
             if let (Some(live), Some(retired)) = (oldest_live, oldest_retired) {
                 retired_gtids = live.previous_gtids.difference(&retired.previous_gtids);
@@ -592,7 +593,11 @@ impl Coverage {
             .iter()
             .enumerate()
             .filter(|(_, f)| f.divergent || f.quarantined)
-            .map(|(file, f)| FlaggedRow { file, divergent: f.divergent, quarantined: f.quarantined })
+            .map(|(file, f)| FlaggedRow {
+                file,
+                divergent: f.divergent,
+                quarantined: f.quarantined,
+            })
             .collect();
         let unsafe_sites = sites
             .iter()
@@ -659,10 +664,10 @@ impl Coverage {
         };
         let (stop, stop_at) = walk.run();
         let mut end = walk.end;
-        if let (Some(at), Some(e)) = (stop_at, end) {
-            if at <= e {
-                end = Some(shift(at, -SignedDuration::from_micros(1)));
-            }
+        if let (Some(at), Some(e)) = (stop_at, end)
+            && at <= e
+        {
+            end = Some(shift(at, -SignedDuration::from_micros(1)));
         }
         let end = end.filter(|e| *e >= start);
         Window { start, end, backup_newest, reached: walk.state, files: walk.files, stop, stop_at }
@@ -689,7 +694,12 @@ enum Step {
 impl Walk<'_> {
     fn run(&mut self) -> (WindowStop, Option<Timestamp>) {
         let mut deferred: Vec<usize> = Vec::new();
-        for index in 0..self.coverage.files.len() {
+        // Rows in order of their last commit: a row that also holds replicated transactions
+        // starts early, but its own transactions end it.
+        let files = &self.coverage.files;
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by_key(|&i| (files[i].end_or_min(), files[i].start_or_min()));
+        for index in order {
             match self.step(index) {
                 Step::Skip => {}
                 Step::Defer => deferred.push(index),
@@ -754,14 +764,14 @@ impl Walk<'_> {
                 return Step::Skip;
             }
             let in_backup = foreign.intersection(self.backup);
+            let mut at = at.max(coverage.earliest_own_commit(file, &new));
+            if let Some(newest) = self.backup_newest {
+                at = at.max(newest);
+            }
             let stop = if in_backup.is_empty() {
                 WindowStop::DivergentHistory { ours: foreign, theirs: new, file: index }
             } else {
                 WindowStop::BackupNotOnLineage { in_backup, file: index }
-            };
-            let at = match self.backup_newest {
-                Some(newest) => at.max(newest),
-                None => at,
             };
             return Step::Stop(stop, at);
         }
@@ -787,6 +797,25 @@ impl Walk<'_> {
 }
 
 impl Coverage {
+    /// A lower bound of the commit times of `new`, transactions of `file`: the row's start, or
+    /// later when every origin server of `new` only started writing in an episode after it (a
+    /// server's own transactions are committed while it is writable).
+    fn earliest_own_commit(&self, file: &FileSpan, new: &GtidSet) -> Timestamp {
+        let start = file.start_or_min();
+        let end = shift(file.end_or_min(), DELTA);
+        let mut bound: Option<Timestamp> = None;
+        for uuid in new.uuids() {
+            let episode = self.episodes.iter().rev().find(|e| {
+                e.kind == RecordKind::Promotion && e.server_uuid == uuid && e.observed_at <= end
+            });
+            let Some(since) = episode.and_then(|e| e.earliest_change) else {
+                return start;
+            };
+            bound = min_opt(bound, Some(since));
+        }
+        bound.map_or(start, |bound| bound.max(start))
+    }
+
     fn classify_missing(&self, missing: &GtidSet) -> GapKind {
         let mut marked = GtidSet::new();
         let mut quarantined = GtidSet::new();
@@ -934,11 +963,24 @@ fn find_gaps(
     // Rows and promotion records in time order.
     let mut needs: Vec<(Timestamp, NeededBy, &str, &GtidSet)> = Vec::new();
     for (index, file) in files.iter().enumerate() {
-        needs.push((file.start_or_min(), NeededBy::File(index), &file.site, &file.previous_gtids));
+        // Unusable rows (quarantined, marked sites) are evidence; what they need is not history.
+        if file.usable {
+            needs.push((
+                file.start_or_min(),
+                NeededBy::File(index),
+                &file.site,
+                &file.previous_gtids,
+            ));
+        }
     }
     for (index, episode) in episodes.iter().enumerate() {
         if episode.kind == RecordKind::Promotion {
-            needs.push((episode.observed_at, NeededBy::Record(index), &episode.site, &episode.gtid_executed));
+            needs.push((
+                episode.observed_at,
+                NeededBy::Record(index),
+                &episode.site,
+                &episode.gtid_executed,
+            ));
         }
     }
     needs.sort_by_key(|(at, _, _, _)| *at);
@@ -958,7 +1000,13 @@ fn find_gaps(
             (in_marked, GapKind::UnsafeHistory),
         ] {
             if !gtids.is_empty() {
-                gaps.push(Gap { gtids, kind, needed_by: needed_by.clone(), site: site.to_owned(), at });
+                gaps.push(Gap {
+                    gtids,
+                    kind,
+                    needed_by: needed_by.clone(),
+                    site: site.to_owned(),
+                    at,
+                });
             }
         }
     }
@@ -985,4 +1033,65 @@ fn find_reissue_risks(files: &[FileSpan], episodes: &[Episode]) -> Vec<ReissueRi
         }
     }
     risks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::ArchiveId;
+    use crate::manifest::PromotionRecord;
+
+    fn record(kind: RecordKind, uuid: u8, second: i64) -> PromotionRecord {
+        PromotionRecord {
+            kind,
+            server_uuid: Uuid::from_bytes([uuid; 16]),
+            server_id: u32::from(uuid),
+            gtid_executed: GtidSet::new(),
+            observed_at: Timestamp::from_second(1_800_000_000 + second).unwrap(),
+            probe_interval: Some(SignedDuration::from_secs(5)),
+            read_only_gtid_executed: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn episodes_end_at_the_next_record_or_a_promotion_elsewhere() {
+        let id: ArchiveId = "ar1-abcdefghijklmnopqrstuvwxyz".parse().unwrap();
+        let mut a = Manifest::new(id.clone(), "a");
+        let mut b = Manifest::new(id.clone(), "b");
+        let mut c = Manifest::new(id, "c");
+        a.push_record(record(RecordKind::Promotion, 0xaa, 0)); // a#0
+        b.push_record(record(RecordKind::Promotion, 0xbb, 100)); // b#0
+        a.push_record(record(RecordKind::Reset, 0xaa, 150)); // a#1
+        a.push_record(record(RecordKind::Promotion, 0xaa, 200)); // a#2
+        a.push_record(record(RecordKind::Promotion, 0xaa, 250)); // a#3 (sidecar restart)
+        c.push_record(record(RecordKind::Promotion, 0xcc, 300)); // c#0
+        let coverage = Coverage::from_manifests([&a, &b, &c]);
+        let ends: Vec<(&str, Option<EpisodeEnd>)> =
+            coverage.episodes.iter().map(|e| (e.label.as_str(), e.ended_by.clone())).collect();
+        assert_eq!(
+            ends,
+            [
+                ("a#0", Some(EpisodeEnd::PromotionElsewhere("b#0".into()))),
+                ("b#0", Some(EpisodeEnd::PromotionElsewhere("a#2".into()))),
+                ("a#1", Some(EpisodeEnd::NextRecord("a#2".into()))),
+                ("a#2", Some(EpisodeEnd::NextRecord("a#3".into()))),
+                ("a#3", Some(EpisodeEnd::PromotionElsewhere("c#0".into()))),
+                ("c#0", None),
+            ]
+        );
+        assert_eq!(coverage.head_episode, Some(5));
+        assert_eq!(
+            coverage.episodes[0].earliest_change,
+            Some(Timestamp::from_second(1_800_000_000 - 5).unwrap())
+        );
+    }
+
+    #[test]
+    fn next_second_rounds_up() {
+        let whole = Timestamp::from_second(1_800_000_000).unwrap();
+        assert_eq!(next_second(whole), Timestamp::from_second(1_800_000_001).unwrap());
+        let fraction = whole.checked_add(SignedDuration::from_millis(300)).unwrap();
+        assert_eq!(next_second(fraction), Timestamp::from_second(1_800_000_001).unwrap());
+    }
 }

@@ -41,6 +41,12 @@ pub enum Destination {
 pub struct NormalizedDestination(String);
 
 impl NormalizedDestination {
+    /// Wraps text already in normalized form (fixtures).
+    #[cfg(feature = "fixtures")]
+    pub(crate) fn new_unchecked(text: &str) -> Self {
+        NormalizedDestination(text.to_owned())
+    }
+
     /// The normalized text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -61,8 +67,12 @@ impl Destination {
                 if bucket.is_empty() {
                     return Err(invalid("s3 bucket is empty"));
                 }
-                if let Some(offset) = bucket.find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c.is_control()) {
-                    return Err(invalid(&format!("s3 bucket {bucket:?} has a forbidden character at byte {offset}")));
+                if let Some(offset) = bucket.find(|c: char| {
+                    matches!(c, '/' | '?' | '#') || c.is_whitespace() || c.is_control()
+                }) {
+                    return Err(invalid(&format!(
+                        "s3 bucket {bucket:?} has a forbidden character at byte {offset}"
+                    )));
                 }
                 let prefix = normalize_path(prefix, "s3 prefix")?;
                 let endpoint = normalize_endpoint(endpoint)?;
@@ -78,7 +88,9 @@ impl Destination {
             }
             Destination::Pvc { namespace, claim, sub_path } => {
                 if !is_dns_label(namespace) {
-                    return Err(invalid(&format!("pvc namespace {namespace:?} is not a DNS label")));
+                    return Err(invalid(&format!(
+                        "pvc namespace {namespace:?} is not a DNS label"
+                    )));
                 }
                 if !is_dns_subdomain(claim) {
                     return Err(invalid(&format!("pvc claim {claim:?} is not a DNS subdomain")));
@@ -103,7 +115,9 @@ fn invalid(detail: &str) -> Error {
 /// Drops leading, trailing and repeated `/`; refuses `.`/`..` segments and control characters.
 fn normalize_path(path: &str, what: &str) -> Result<String> {
     if let Some(offset) = path.find(|c: char| c.is_control() || c == '?' || c == '#') {
-        return Err(invalid(&format!("{what} {path:?} has a forbidden character at byte {offset}")));
+        return Err(invalid(&format!(
+            "{what} {path:?} has a forbidden character at byte {offset}"
+        )));
     }
     let mut segments = Vec::new();
     for segment in path.split('/') {
@@ -125,15 +139,23 @@ fn normalize_endpoint(endpoint: &str) -> Result<String> {
         return Ok(AWS_ENDPOINT.to_owned());
     }
     let Some((scheme, rest)) = endpoint.split_once("://") else {
-        return Err(invalid(&format!("s3 endpoint {endpoint:?} has no scheme (http:// or https://)")));
+        return Err(invalid(&format!(
+            "s3 endpoint {endpoint:?} has no scheme (http:// or https://)"
+        )));
     };
     let scheme = scheme.to_ascii_lowercase();
     let default_port = match scheme.as_str() {
         "http" => 80,
         "https" => 443,
-        _ => return Err(invalid(&format!("s3 endpoint {endpoint:?}: scheme {scheme:?} is not http or https"))),
+        _ => {
+            return Err(invalid(&format!(
+                "s3 endpoint {endpoint:?}: scheme {scheme:?} is not http or https"
+            )));
+        }
     };
-    if let Some(offset) = rest.find(|c: char| matches!(c, '?' | '#' | '@') || c.is_whitespace() || c.is_control()) {
+    if let Some(offset) =
+        rest.find(|c: char| matches!(c, '?' | '#' | '@') || c.is_whitespace() || c.is_control())
+    {
         return Err(invalid(&format!(
             "s3 endpoint {endpoint:?} has a forbidden character at byte {}",
             offset + scheme.len() + 3
@@ -151,10 +173,10 @@ fn normalize_endpoint(endpoint: &str) -> Result<String> {
     let host = host.to_ascii_lowercase();
     let path = path.trim_end_matches('/');
     let mut text = format!("{scheme}://{host}");
-    if let Some(port) = port {
-        if port != default_port {
-            text.push_str(&format!(":{port}"));
-        }
+    if let Some(port) = port
+        && port != default_port
+    {
+        text.push_str(&format!(":{port}"));
     }
     text.push_str(path);
     Ok(text)
@@ -237,33 +259,93 @@ mod tests {
         let cases = [
             (s3("lion", "prod", ""), "s3://lion/prod/binlogs?endpoint=https://s3.amazonaws.com"),
             (s3("lion", "/prod", ""), "s3://lion/prod/binlogs?endpoint=https://s3.amazonaws.com"),
-            (s3("lion", "//prod//eu///", "  "), "s3://lion/prod/eu/binlogs?endpoint=https://s3.amazonaws.com"),
+            (
+                s3("lion", "//prod//eu///", "  "),
+                "s3://lion/prod/eu/binlogs?endpoint=https://s3.amazonaws.com",
+            ),
             (s3("lion", "", ""), "s3://lion/binlogs?endpoint=https://s3.amazonaws.com"),
             (s3("lion", "///", ""), "s3://lion/binlogs?endpoint=https://s3.amazonaws.com"),
             (s3("lion", "Prod", ""), "s3://lion/Prod/binlogs?endpoint=https://s3.amazonaws.com"),
-            (s3("lion", "prod", "HTTP://MinIO.Local:80/"), "s3://lion/prod/binlogs?endpoint=http://minio.local"),
-            (s3("lion", "prod", "https://MINIO.local:443"), "s3://lion/prod/binlogs?endpoint=https://minio.local"),
-            (s3("lion", "prod", "https://minio.local:0443"), "s3://lion/prod/binlogs?endpoint=https://minio.local"),
-            (s3("lion", "prod", "http://minio.local:443"), "s3://lion/prod/binlogs?endpoint=http://minio.local:443"),
-            (s3("lion", "prod", "http://127.0.0.1:8333"), "s3://lion/prod/binlogs?endpoint=http://127.0.0.1:8333"),
-            (s3("lion", "prod", "http://[::1]:8333"), "s3://lion/prod/binlogs?endpoint=http://[::1]:8333"),
-            (s3("lion", "prod", "http://[FE80::1]:80"), "s3://lion/prod/binlogs?endpoint=http://[fe80::1]"),
-            (s3("lion", "prod", "https://Gw.Example/S3/Path//"), "s3://lion/prod/binlogs?endpoint=https://gw.example/S3/Path"),
-            (s3("lion", "prod", "https://s3.amazonaws.com"), "s3://lion/prod/binlogs?endpoint=https://s3.amazonaws.com"),
+            (
+                s3("lion", "prod", "HTTP://MinIO.Local:80/"),
+                "s3://lion/prod/binlogs?endpoint=http://minio.local",
+            ),
+            (
+                s3("lion", "prod", "https://MINIO.local:443"),
+                "s3://lion/prod/binlogs?endpoint=https://minio.local",
+            ),
+            (
+                s3("lion", "prod", "https://minio.local:0443"),
+                "s3://lion/prod/binlogs?endpoint=https://minio.local",
+            ),
+            (
+                s3("lion", "prod", "http://minio.local:443"),
+                "s3://lion/prod/binlogs?endpoint=http://minio.local:443",
+            ),
+            (
+                s3("lion", "prod", "http://127.0.0.1:8333"),
+                "s3://lion/prod/binlogs?endpoint=http://127.0.0.1:8333",
+            ),
+            (
+                s3("lion", "prod", "http://[::1]:8333"),
+                "s3://lion/prod/binlogs?endpoint=http://[::1]:8333",
+            ),
+            (
+                s3("lion", "prod", "http://[FE80::1]:80"),
+                "s3://lion/prod/binlogs?endpoint=http://[fe80::1]",
+            ),
+            (
+                s3("lion", "prod", "https://Gw.Example/S3/Path//"),
+                "s3://lion/prod/binlogs?endpoint=https://gw.example/S3/Path",
+            ),
+            (
+                s3("lion", "prod", "https://s3.amazonaws.com"),
+                "s3://lion/prod/binlogs?endpoint=https://s3.amazonaws.com",
+            ),
             (s3("", "prod", ""), "error: invalid archive destination: s3 bucket is empty"),
-            (s3("li/on", "prod", ""), "error: invalid archive destination: s3 bucket \"li/on\" has a forbidden character at byte 2"),
-            (s3("lion", "a/../b", ""), "error: invalid archive destination: s3 prefix \"a/../b\" has a \"..\" segment"),
-            (s3("lion", "prod", "minio:9000"), "error: invalid archive destination: s3 endpoint \"minio:9000\" has no scheme (http:// or https://)"),
-            (s3("lion", "prod", "ftp://minio"), "error: invalid archive destination: s3 endpoint \"ftp://minio\": scheme \"ftp\" is not http or https"),
-            (s3("lion", "prod", "http://user@minio"), "error: invalid archive destination: s3 endpoint \"http://user@minio\" has a forbidden character at byte 11"),
-            (s3("lion", "prod", "http://minio:99999"), "error: invalid archive destination: s3 endpoint \"http://minio:99999\" has an invalid host or port"),
-            (s3("lion", "prod", "http://:9000"), "error: invalid archive destination: s3 endpoint \"http://:9000\" has no host"),
+            (
+                s3("li/on", "prod", ""),
+                "error: invalid archive destination: s3 bucket \"li/on\" has a forbidden character at byte 2",
+            ),
+            (
+                s3("lion", "a/../b", ""),
+                "error: invalid archive destination: s3 prefix \"a/../b\" has a \"..\" segment",
+            ),
+            (
+                s3("lion", "prod", "minio:9000"),
+                "error: invalid archive destination: s3 endpoint \"minio:9000\" has no scheme (http:// or https://)",
+            ),
+            (
+                s3("lion", "prod", "ftp://minio"),
+                "error: invalid archive destination: s3 endpoint \"ftp://minio\": scheme \"ftp\" is not http or https",
+            ),
+            (
+                s3("lion", "prod", "http://user@minio"),
+                "error: invalid archive destination: s3 endpoint \"http://user@minio\" has a forbidden character at byte 11",
+            ),
+            (
+                s3("lion", "prod", "http://minio:99999"),
+                "error: invalid archive destination: s3 endpoint \"http://minio:99999\" has an invalid host or port",
+            ),
+            (
+                s3("lion", "prod", "http://:9000"),
+                "error: invalid archive destination: s3 endpoint \"http://:9000\" has no host",
+            ),
             (pvc("prod", "lion-archive", "pitr"), "pvc://prod/lion-archive/pitr/binlogs"),
             (pvc("prod", "lion-archive", "/pitr//x/"), "pvc://prod/lion-archive/pitr/x/binlogs"),
             (pvc("prod", "lion-archive", ""), "pvc://prod/lion-archive/binlogs"),
-            (pvc("Prod", "lion-archive", ""), "error: invalid archive destination: pvc namespace \"Prod\" is not a DNS label"),
-            (pvc("prod", "", ""), "error: invalid archive destination: pvc claim \"\" is not a DNS subdomain"),
-            (pvc("prod", "c", "../x"), "error: invalid archive destination: pvc subPath \"../x\" has a \"..\" segment"),
+            (
+                pvc("Prod", "lion-archive", ""),
+                "error: invalid archive destination: pvc namespace \"Prod\" is not a DNS label",
+            ),
+            (
+                pvc("prod", "", ""),
+                "error: invalid archive destination: pvc claim \"\" is not a DNS subdomain",
+            ),
+            (
+                pvc("prod", "c", "../x"),
+                "error: invalid archive destination: pvc subPath \"../x\" has a \"..\" segment",
+            ),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);

@@ -62,7 +62,9 @@ impl FromStr for ContentId {
 
     fn from_str(text: &str) -> Result<Self> {
         let bad = |offset| Error::InvalidContentId { text: text.to_owned(), offset };
-        if let Some(offset) = text.bytes().position(|b| !(b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {
+        if let Some(offset) =
+            text.bytes().position(|b| !(b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        {
             return Err(bad(offset));
         }
         if text.len() != 64 {
@@ -174,7 +176,8 @@ fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
 
 /// The descriptor's `keyCheck` for this passphrase and archive: 43 characters of base64url.
 pub fn key_check(passphrase: &[u8], archive_id: &ArchiveId) -> String {
-    BASE64URL_NOPAD.encode(&hmac_sha256(passphrase, &[KEY_CHECK_DOMAIN, archive_id.as_str().as_bytes()]))
+    BASE64URL_NOPAD
+        .encode(&hmac_sha256(passphrase, &[KEY_CHECK_DOMAIN, archive_id.as_str().as_bytes()]))
 }
 
 /// True when `passphrase` verifies `key_check` for `archive_id` (constant-time comparison).
@@ -225,7 +228,10 @@ mod tests {
     #[test]
     fn content_ids() {
         let plain = ContentIdKey::Plain.content_id(b"abc");
-        assert_eq!(plain.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            plain.to_string(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         let keyed = ContentIdKey::from_passphrase(b"secret");
         let id = keyed.content_id(b"abc");
         assert_ne!(id, plain);
@@ -240,9 +246,12 @@ mod tests {
     #[test]
     fn content_id_parse_errors() {
         let upper = "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD";
-        for (text, offset) in [("", 0), ("abc", 3), (upper, 0), ("g", 0), (&"a".repeat(65)[..], 64)] {
+        for (text, offset) in [("", 0), ("abc", 3), (upper, 0), ("g", 0), (&"a".repeat(65)[..], 64)]
+        {
             match text.parse::<ContentId>() {
-                Err(Error::InvalidContentId { offset: got, .. }) => assert_eq!(got, offset, "{text}"),
+                Err(Error::InvalidContentId { offset: got, .. }) => {
+                    assert_eq!(got, offset, "{text}")
+                }
                 other => panic!("{text}: {other:?}"),
             }
         }
@@ -251,7 +260,10 @@ mod tests {
     #[test]
     fn keys() {
         let id = ContentIdKey::Plain.content_id(b"x");
-        assert_eq!(object_key("iad", "mysql-bin.000042", &id).unwrap(), format!("iad/mysql-bin.000042.{id}"));
+        assert_eq!(
+            object_key("iad", "mysql-bin.000042", &id).unwrap(),
+            format!("iad/mysql-bin.000042.{id}")
+        );
         assert!(object_key("IAD", "mysql-bin.000042", &id).is_err());
         assert!(object_key("iad", "../x", &id).is_err());
         assert!(object_key("iad", ".hidden", &id).is_err());

@@ -50,10 +50,14 @@ pub enum Error {
     #[error("invalid site name {0:?}: expected 1 to 63 characters of [a-z0-9-]")]
     InvalidSite(String),
     /// A binlog file name is not a plain file name.
-    #[error("invalid binlog file name {0:?}: expected 1 to 255 characters of [A-Za-z0-9._-] not starting with '.'")]
+    #[error(
+        "invalid binlog file name {0:?}: expected 1 to 255 characters of [A-Za-z0-9._-] not starting with '.'"
+    )]
     InvalidBinlogName(String),
     /// A content id is not 64 lowercase hexadecimal characters.
-    #[error("invalid content id {text:?} at byte {offset}: expected 64 lowercase hexadecimal characters")]
+    #[error(
+        "invalid content id {text:?} at byte {offset}: expected 64 lowercase hexadecimal characters"
+    )]
     InvalidContentId {
         /// The text that was parsed.
         text: String,
@@ -61,7 +65,9 @@ pub enum Error {
         offset: usize,
     },
     /// An archive ID is not `ar1-` followed by 26 base32 characters.
-    #[error("invalid archive id {text:?} at byte {offset}: expected ar1- and 26 characters of [a-z2-7]")]
+    #[error(
+        "invalid archive id {text:?} at byte {offset}: expected ar1- and 26 characters of [a-z2-7]"
+    )]
     InvalidArchiveId {
         /// The text that was parsed.
         text: String,
@@ -69,7 +75,9 @@ pub enum Error {
         offset: usize,
     },
     /// A duration could not be parsed.
-    #[error("invalid duration {text:?} at byte {offset}: expected a duration such as 5s, 1.5s or 1m30s")]
+    #[error(
+        "invalid duration {text:?} at byte {offset}: expected a duration such as 5s, 1.5s or 1m30s"
+    )]
     InvalidDuration {
         /// The text that was parsed.
         text: String,

@@ -372,10 +372,13 @@ impl Manifest {
     /// Reads only the version of a manifest (0 when it has none).
     pub fn peek_version(name: &str, bytes: &[u8]) -> Result<u64, ManifestError> {
         let damaged = |detail: String| ManifestError::Damaged { name: name.to_owned(), detail };
-        let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+        let probe: VersionProbe =
+            serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
         match probe.version {
             None => Ok(0),
-            Some(Value::Number(n)) => n.as_u64().ok_or_else(|| damaged(format!("version {n} is not a version"))),
+            Some(Value::Number(n)) => {
+                n.as_u64().ok_or_else(|| damaged(format!("version {n} is not a version")))
+            }
             Some(other) => Err(damaged(format!("version {other} is not a number"))),
         }
     }
@@ -391,9 +394,12 @@ impl Manifest {
             version @ (0 | LEGACY_MANIFEST_VERSION) => {
                 return Err(ManifestError::Legacy { name: name.to_owned(), version });
             }
-            version => return Err(ManifestError::VersionUnsupported { name: name.to_owned(), version }),
+            version => {
+                return Err(ManifestError::VersionUnsupported { name: name.to_owned(), version });
+            }
         }
-        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
         manifest.validate(name)?;
         Ok(manifest)
     }
@@ -409,12 +415,18 @@ impl Manifest {
         }
         for (index, row) in self.files.iter().enumerate() {
             if !is_valid_binlog_name(&row.name) {
-                return Err(damaged(format!("files[{index}].name {:?} is not a binlog file name", row.name)));
+                return Err(damaged(format!(
+                    "files[{index}].name {:?} is not a binlog file name",
+                    row.name
+                )));
             }
         }
         for (index, row) in self.pruned.iter().enumerate() {
             if !is_valid_binlog_name(&row.name) {
-                return Err(damaged(format!("pruned[{index}].name {:?} is not a binlog file name", row.name)));
+                return Err(damaged(format!(
+                    "pruned[{index}].name {:?} is not a binlog file name",
+                    row.name
+                )));
             }
         }
         Ok(())
@@ -442,11 +454,16 @@ impl Manifest {
         if !is_valid_binlog_name(&row.name) {
             return Err(Error::InvalidBinlogName(row.name));
         }
-        match self.files.iter_mut().find(|existing| existing.name == row.name && existing.id == row.id) {
+        match self
+            .files
+            .iter_mut()
+            .find(|existing| existing.name == row.name && existing.id == row.id)
+        {
             Some(existing) => *existing = row,
             None => self.files.push(row),
         }
-        self.files.sort_by(|a, b| (a.first_event_time, &a.name).cmp(&(b.first_event_time, &b.name)));
+        self.files
+            .sort_by(|a, b| (a.first_event_time, &a.name).cmp(&(b.first_event_time, &b.name)));
         Ok(())
     }
 
@@ -500,14 +517,19 @@ mod opt_content_id {
 
     use crate::ident::ContentId;
 
-    pub(crate) fn serialize<S: Serializer>(id: &Option<ContentId>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        id: &Option<ContentId>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match id {
             Some(id) => s.collect_str(id),
             None => s.serialize_str(""),
         }
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ContentId>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<ContentId>, D::Error> {
         let text = Option::<String>::deserialize(d)?;
         match text.as_deref() {
             None | Some("") => Ok(None),

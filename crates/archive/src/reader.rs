@@ -23,7 +23,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::descriptor::{ArchiveDescriptor, ArchiveId, DESCRIPTOR_MAX_BYTES, EncryptionMode};
-use crate::ident::{CAS_PROBE_PREFIX, ContentIdKey, DESCRIPTOR_NAME, manifest_site, verify_key_check};
+use crate::ident::{
+    CAS_PROBE_PREFIX, ContentIdKey, DESCRIPTOR_NAME, manifest_site, verify_key_check,
+};
 use crate::manifest::{MANIFEST_MAX_BYTES, MANIFEST_VERSION, Manifest, ManifestError};
 use crate::refusal::{
     DAMAGED_DESCRIPTOR, REMEDY_LIST_EACCES, REMEDY_LIST_S3_FORBIDDEN, Refusal, RefusalToken,
@@ -214,7 +216,9 @@ fn backoff(attempt: u32) -> Duration {
 
 fn list_failed(cause: PermissionCause, detail: &str) -> Refusal {
     let (what, remedy) = match cause {
-        PermissionCause::S3Forbidden => ("S3 returned 403 (AccessDenied)", REMEDY_LIST_S3_FORBIDDEN),
+        PermissionCause::S3Forbidden => {
+            ("S3 returned 403 (AccessDenied)", REMEDY_LIST_S3_FORBIDDEN)
+        }
         PermissionCause::FilesystemDenied => ("permission denied (EACCES)", REMEDY_LIST_EACCES),
     };
     Refusal::with_remedy(
@@ -306,7 +310,11 @@ impl ArchiveReader {
                         Ok(descriptor) => self.descriptor = Some(descriptor),
                         Err(e) => {
                             self.outcome = Some(
-                                Refusal::new(RefusalToken::ArchiveVersionUnsupported, e.to_string()).into(),
+                                Refusal::new(
+                                    RefusalToken::ArchiveVersionUnsupported,
+                                    e.to_string(),
+                                )
+                                .into(),
                             );
                             return;
                         }
@@ -323,7 +331,8 @@ impl ArchiveReader {
                 if self.relists >= self.options.max_attempts.max(1) {
                     self.outcome = Some(OpenError::Transient {
                         what: key,
-                        detail: "the archive changed during the open (listed, then gone)".to_owned(),
+                        detail: "the archive changed during the open (listed, then gone)"
+                            .to_owned(),
                         attempts: self.relists,
                     });
                     return;
@@ -398,28 +407,32 @@ impl ArchiveReader {
                     refusals.push(Refusal::new(RefusalToken::ArchiveLegacy, e.to_string()));
                 }
                 Err(e) => {
-                    refusals.push(Refusal::new(RefusalToken::ArchiveVersionUnsupported, e.to_string()));
+                    refusals
+                        .push(Refusal::new(RefusalToken::ArchiveVersionUnsupported, e.to_string()));
                 }
             }
         }
-        if let Some(expected) = &self.options.expected_archive_id {
-            if *expected != descriptor.archive_id {
-                refusals.push(Refusal::new(
-                    RefusalToken::ArchiveIdentityMismatch,
-                    format!("the backup stamp names archive {expected}, the descriptor {}", descriptor.archive_id),
-                ));
-            }
+        if let Some(expected) = &self.options.expected_archive_id
+            && *expected != descriptor.archive_id
+        {
+            refusals.push(Refusal::new(
+                RefusalToken::ArchiveIdentityMismatch,
+                format!(
+                    "the backup stamp names archive {expected}, the descriptor {}",
+                    descriptor.archive_id
+                ),
+            ));
         }
-        if let Some(uid) = &self.options.expected_source_uid {
-            if *uid != descriptor.source.uid {
-                refusals.push(Refusal::new(
-                    RefusalToken::ArchiveIdentityMismatch,
-                    format!(
-                        "the backup stamp names source group uid {uid}, the descriptor {}",
-                        descriptor.source.uid
-                    ),
-                ));
-            }
+        if let Some(uid) = &self.options.expected_source_uid
+            && *uid != descriptor.source.uid
+        {
+            refusals.push(Refusal::new(
+                RefusalToken::ArchiveIdentityMismatch,
+                format!(
+                    "the backup stamp names source group uid {uid}, the descriptor {}",
+                    descriptor.source.uid
+                ),
+            ));
         }
         if let Err(refusal) = check_encryption(&descriptor, &self.options.key) {
             refusals.push(refusal);
@@ -428,7 +441,10 @@ impl ArchiveReader {
             if manifest.reset_epoch > 0 {
                 refusals.push(Refusal::new(
                     RefusalToken::ArchiveHistoryReset,
-                    format!("manifest-{}.json records reset epoch {}", manifest.site, manifest.reset_epoch),
+                    format!(
+                        "manifest-{}.json records reset epoch {}",
+                        manifest.site, manifest.reset_epoch
+                    ),
                 ));
             }
         }
@@ -439,7 +455,10 @@ impl ArchiveReader {
     }
 }
 
-fn classify_without_descriptor(listing: &Listing, manifests: &BTreeMap<String, Vec<u8>>) -> Refusal {
+fn classify_without_descriptor(
+    listing: &Listing,
+    manifests: &BTreeMap<String, Vec<u8>>,
+) -> Refusal {
     if listing.manifests.is_empty() {
         if listing.other_objects == 0 {
             return Refusal::new(
@@ -490,21 +509,31 @@ fn check_encryption(descriptor: &ArchiveDescriptor, key: &ReaderKey) -> Result<(
     if archive.mode != key.mode() {
         return Err(Refusal::new(
             RefusalToken::ArchiveEncryptionMismatch,
-            format!("the archive's encryption mode is {}, the reader's {}", archive.mode, key.mode()),
+            format!(
+                "the archive's encryption mode is {}, the reader's {}",
+                archive.mode,
+                key.mode()
+            ),
         ));
     }
     if let ReaderKey::Passphrase { algorithm, passphrase } = key {
         if *algorithm != archive.algorithm {
             return Err(Refusal::new(
                 RefusalToken::ArchiveEncryptionMismatch,
-                format!("the archive's algorithm is {:?}, the reader's {algorithm:?}", archive.algorithm),
+                format!(
+                    "the archive's algorithm is {:?}, the reader's {algorithm:?}",
+                    archive.algorithm
+                ),
             ));
         }
         let check = archive.key_check.as_deref().unwrap_or_default();
         if !verify_key_check(passphrase, &descriptor.archive_id, check) {
             return Err(Refusal::new(
                 RefusalToken::ArchiveKeyMismatch,
-                format!("the passphrase does not verify the keyCheck of archive {}", descriptor.archive_id),
+                format!(
+                    "the passphrase does not verify the keyCheck of archive {}",
+                    descriptor.archive_id
+                ),
             ));
         }
     }

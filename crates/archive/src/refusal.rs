@@ -112,7 +112,9 @@ impl RefusalToken {
             RefusalToken::ArchiveListFailed => {
                 "grant list permission on the archive prefix (S3: s3:ListBucket; PVC: make the archive volume readable by the Job's user)"
             }
-            RefusalToken::ArchiveNotFound => "check the archive profile: it names no archive (wrong profile, or an empty archive)",
+            RefusalToken::ArchiveNotFound => {
+                "check the archive profile: it names no archive (wrong profile, or an empty archive)"
+            }
             RefusalToken::ArchiveVersionUnsupported => {
                 "run the release that wrote the archive; for a damaged archive.json restore the original object (bucket versioning, a copy) or point the profile at a new prefix"
             }
@@ -131,7 +133,9 @@ impl RefusalToken {
             RefusalToken::ArchiveKeyMismatch => "mount the passphrase the archive was written with",
             RefusalToken::ArchiveHistoryReset => "start a new prefix and take a full backup",
             RefusalToken::ArchiveForeign => "point the profile at a new prefix",
-            RefusalToken::ArchiveCopy => "copies are read-only: point the profile at this group's own prefix",
+            RefusalToken::ArchiveCopy => {
+                "copies are read-only: point the profile at this group's own prefix"
+            }
             RefusalToken::ArchiveStoreUnsupported => {
                 "use a store that enforces atomic create (S3 If-None-Match: *, or a PVC filesystem with link(2))"
             }
@@ -167,7 +171,11 @@ impl Refusal {
     }
 
     /// A refusal with a specific remedy.
-    pub fn with_remedy(token: RefusalToken, message: impl Into<String>, remedy: &'static str) -> Self {
+    pub fn with_remedy(
+        token: RefusalToken,
+        message: impl Into<String>,
+        remedy: &'static str,
+    ) -> Self {
         Refusal { token, message: message.into(), remedy }
     }
 }
@@ -190,6 +198,8 @@ mod tests {
     #[test]
     fn display_starts_with_the_token() {
         let refusal = Refusal::new(RefusalToken::ArchiveLegacy, "manifest-a.json is version 1");
-        assert!(refusal.to_string().starts_with("PITRArchiveLegacy: manifest-a.json is version 1; "));
+        assert!(
+            refusal.to_string().starts_with("PITRArchiveLegacy: manifest-a.json is version 1; ")
+        );
     }
 }

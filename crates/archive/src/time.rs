@@ -79,11 +79,8 @@ pub fn parse_probe_interval(text: &str) -> Result<SignedDuration, Error> {
             "ns" => 1,
             _ => return Err(bad(unit_start)),
         };
-        let whole_value: i128 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse::<i128>().map_err(|_| bad(start))?
-        };
+        let whole_value: i128 =
+            if whole.is_empty() { 0 } else { whole.parse::<i128>().map_err(|_| bad(start))? };
         let mut part = whole_value.checked_mul(unit_nanos).ok_or_else(|| bad(start))?;
         let mut scale = unit_nanos;
         for digit in fraction.bytes().take(18) {
@@ -121,7 +118,10 @@ pub(crate) mod ts_opt {
     use jiff::Timestamp;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(ts: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        ts: &Option<Timestamp>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match ts {
             Some(ts) => s.serialize_str(&super::format_timestamp(*ts)),
             None => s.serialize_none(),
@@ -163,7 +163,9 @@ pub(crate) mod duration_opt {
         let text = Option::<String>::deserialize(d)?;
         match text.as_deref() {
             None | Some("") => Ok(None),
-            Some(text) => super::parse_probe_interval(text).map(Some).map_err(serde::de::Error::custom),
+            Some(text) => {
+                super::parse_probe_interval(text).map(Some).map_err(serde::de::Error::custom)
+            }
         }
     }
 }
@@ -198,7 +200,9 @@ mod tests {
         }
         for (text, offset) in [("", 0), ("5", 1), ("5x", 1), ("s", 0), ("-5s", 0), ("5s3", 3)] {
             match parse_probe_interval(text) {
-                Err(Error::InvalidDuration { offset: got, .. }) => assert_eq!(got, offset, "{text}"),
+                Err(Error::InvalidDuration { offset: got, .. }) => {
+                    assert_eq!(got, offset, "{text}")
+                }
                 other => panic!("{text}: {other:?}"),
             }
         }

@@ -294,11 +294,7 @@ fn checksum_aware(server_version: &str) -> bool {
         .split(|c: char| !c.is_ascii_digit())
         .take(3)
         .map(|part| part.parse::<u32>().unwrap_or(0));
-    let version = (
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-    );
+    let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if server_version.contains("MariaDB") { version >= (5, 3, 0) } else { version >= (5, 6, 1) }
 }
 
@@ -471,9 +467,8 @@ fn decode_gtid(body: &[u8], anonymous: bool) -> Result<GtidEvent, ErrorKind> {
             Some(if replicated { reader.uint(7).ok_or_else(short)? } else { immediate });
     }
     if reader.remaining() > 0 {
-        event.transaction_length = Some(
-            reader.packed().ok_or_else(|| malformed("GTID transaction length is malformed"))?,
-        );
+        event.transaction_length =
+            Some(reader.packed().ok_or_else(|| malformed("GTID transaction length is malformed"))?);
     }
     if reader.remaining() >= 4 {
         let immediate = reader.u32().ok_or_else(short)?;
@@ -490,12 +485,13 @@ fn decode_gtid(body: &[u8], anonymous: bool) -> Result<GtidEvent, ErrorKind> {
 }
 
 fn check_gno(event: &GtidEvent) -> Result<(), ErrorKind> {
-    let valid = if event.anonymous {
-        true
+    let valid =
+        if event.anonymous { true } else { (1..=bloodraven_gtid::MAX_GNO).contains(&event.gno) };
+    if valid {
+        Ok(())
     } else {
-        (1..=bloodraven_gtid::MAX_GNO).contains(&event.gno)
-    };
-    if valid { Ok(()) } else { Err(malformed(format!("GTID number {} is out of range", event.gno))) }
+        Err(malformed(format!("GTID number {} is out of range", event.gno)))
+    }
 }
 
 /// Field ids of GTID_TAGGED (`Gtid_event::define_fields`, MySQL 8.3+).
@@ -564,8 +560,8 @@ fn decode_tagged_gtid(body: &[u8]) -> Result<GtidEvent, ErrorKind> {
             field::UUID => {
                 let mut uuid = [0u8; 16];
                 for byte in &mut uuid {
-                    *byte = u8::try_from(value(&mut fields)?)
-                        .map_err(|_| bad("UUID byte > 255"))?;
+                    *byte =
+                        u8::try_from(value(&mut fields)?).map_err(|_| bad("UUID byte > 255"))?;
                 }
                 event.uuid = Uuid::from_bytes(uuid);
                 saw_uuid = true;
@@ -596,14 +592,12 @@ fn decode_tagged_gtid(body: &[u8]) -> Result<GtidEvent, ErrorKind> {
             }
             field::TRANSACTION_LENGTH => event.transaction_length = Some(value(&mut fields)?),
             field::IMMEDIATE_SERVER_VERSION => {
-                event.immediate_server_version = Some(
-                    u32::try_from(value(&mut fields)?).map_err(|_| bad("server version"))?,
-                );
+                event.immediate_server_version =
+                    Some(u32::try_from(value(&mut fields)?).map_err(|_| bad("server version"))?);
             }
             field::ORIGINAL_SERVER_VERSION => {
-                event.original_server_version = Some(
-                    u32::try_from(value(&mut fields)?).map_err(|_| bad("server version"))?,
-                );
+                event.original_server_version =
+                    Some(u32::try_from(value(&mut fields)?).map_err(|_| bad("server version"))?);
             }
             field::COMMIT_GROUP_TICKET => event.commit_group_ticket = Some(value(&mut fields)?),
             unknown if unknown <= last_non_ignorable => {
@@ -718,7 +712,10 @@ fn decode_payload(body: &[u8]) -> Result<PayloadEvent<'_>, ErrorKind> {
     match payload_size {
         Some(size) if size == payload.len() as u64 => {}
         Some(size) => {
-            return Err(bad(&format!("declares {size} payload bytes, event has {}", payload.len())));
+            return Err(bad(&format!(
+                "declares {size} payload bytes, event has {}",
+                payload.len()
+            )));
         }
         None => return Err(bad("payload size missing")),
     }

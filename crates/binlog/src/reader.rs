@@ -4,12 +4,12 @@
 //! [`Event`]s; the [`Scanner`](crate::Scanner) uses the same [`Framer`] over bytes
 //! fed in chunks.
 
+use crate::EventType;
 use crate::error::{Error, ErrorKind};
 use crate::event::{
     CHECKSUM_LEN, ChecksumAlgorithm, Event, EventBody, EventHeader, FormatDescription, HEADER_LEN,
     MAGIC, decode_body, decode_format_description,
 };
-use crate::EventType;
 
 /// Result of trying to frame the next event.
 pub(crate) enum Framed<'a> {
@@ -41,10 +41,8 @@ impl Framer {
         if self.magic_seen {
             return Ok(Some(0));
         }
+        // Decided only on all four bytes, so chunked and whole input agree.
         let Some(found) = bytes.get(..MAGIC.len()) else {
-            if !MAGIC.starts_with(bytes) {
-                return Err(Error::new(0, None, ErrorKind::BadMagic { found: bytes.to_vec() }));
-            }
             return Ok(None);
         };
         if found != MAGIC {
@@ -52,6 +50,16 @@ impl Framer {
         }
         self.magic_seen = true;
         Ok(Some(MAGIC.len()))
+    }
+
+    /// The problem with a file shorter than the magic number: a wrong prefix, or truncation.
+    pub(crate) fn short_file(bytes: &[u8]) -> Error {
+        let kind = if MAGIC.starts_with(bytes) {
+            ErrorKind::Truncated { needed: MAGIC.len() as u64, available: bytes.len() as u64 }
+        } else {
+            ErrorKind::BadMagic { found: bytes.to_vec() }
+        };
+        Error::new(0, None, kind)
     }
 
     /// Frames, checks and decodes the event at the start of `bytes`, which sits
@@ -119,27 +127,36 @@ fn verify(raw: &[u8]) -> Result<(), ErrorKind> {
     if stored == computed { Ok(()) } else { Err(ErrorKind::ChecksumMismatch { stored, computed }) }
 }
 
-/// Decodes events without checksums (the inside of a transaction payload).
-pub(crate) fn next_plain(bytes: &[u8]) -> Result<Option<(Event<'_>, usize)>, (u64, Option<EventType>, ErrorKind)> {
+/// A problem with an event inside a transaction payload (offsets are the caller's).
+#[derive(Debug)]
+pub(crate) struct InnerError {
+    pub(crate) event_type: Option<EventType>,
+    pub(crate) kind: ErrorKind,
+}
+
+/// Decodes the next event of a run without checksums (the inside of a transaction
+/// payload): `Ok(None)` at the end of `bytes`.
+pub(crate) fn next_plain(bytes: &[u8]) -> Result<Option<(Event<'_>, usize)>, InnerError> {
     if bytes.is_empty() {
         return Ok(None);
     }
+    let available = bytes.len() as u64;
     let Some(header) = EventHeader::decode(bytes) else {
-        return Err((0, None, ErrorKind::Truncated { needed: HEADER_LEN as u64, available: bytes.len() as u64 }));
+        let kind = ErrorKind::Truncated { needed: HEADER_LEN as u64, available };
+        return Err(InnerError { event_type: None, kind });
     };
-    let event_type = header.event_type;
+    let event_type = Some(header.event_type);
     let size = header.event_size as usize;
     if size < HEADER_LEN {
-        return Err((0, Some(event_type), ErrorKind::EventTooSmall { size: header.event_size, minimum: HEADER_LEN as u32 }));
+        let kind = ErrorKind::EventTooSmall { size: header.event_size, minimum: HEADER_LEN as u32 };
+        return Err(InnerError { event_type, kind });
     }
     let Some(raw) = bytes.get(..size) else {
-        return Err((
-            0,
-            Some(event_type),
-            ErrorKind::Truncated { needed: u64::from(header.event_size), available: bytes.len() as u64 },
-        ));
+        let kind = ErrorKind::Truncated { needed: u64::from(header.event_size), available };
+        return Err(InnerError { event_type, kind });
     };
-    let body = decode_body(event_type, &raw[HEADER_LEN..]).map_err(|kind| (0, Some(event_type), kind))?;
+    let body = decode_body(header.event_type, &raw[HEADER_LEN..])
+        .map_err(|kind| InnerError { event_type, kind })?;
     Ok(Some((Event { header, body }, size)))
 }
 
@@ -185,12 +202,7 @@ impl<'a> Iterator for EventReader<'a> {
                 Ok(Some(len)) => self.pos = len,
                 Ok(None) => {
                     self.done = true;
-                    let available = bytes.len() as u64;
-                    return Some(Err(Error::new(
-                        0,
-                        None,
-                        ErrorKind::Truncated { needed: MAGIC.len() as u64, available },
-                    )));
+                    return Some(Err(Framer::short_file(bytes)));
                 }
                 Err(err) => {
                     self.done = true;
@@ -213,7 +225,11 @@ impl<'a> Iterator for EventReader<'a> {
                 let available = (bytes.len() - self.pos) as u64;
                 let event_type = bytes.get(self.pos + 4).map(|&code| EventType(code));
                 let event_type = if available >= HEADER_LEN as u64 { event_type } else { None };
-                Some(Err(Error::new(offset, event_type, ErrorKind::Truncated { needed, available })))
+                Some(Err(Error::new(
+                    offset,
+                    event_type,
+                    ErrorKind::Truncated { needed, available },
+                )))
             }
             Err(err) => {
                 self.done = true;

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind};
 use crate::event::{
     ChecksumAlgorithm, Compression, Event, EventBody, FormatDescription, PayloadEvent, maria_flags,
 };
-use crate::reader::{Framed, Framer, next_plain};
+use crate::reader::{Framed, Framer, InnerError, next_plain};
 
 /// Which server family wrote the file (from the format description).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,7 +365,8 @@ impl Scanner {
             match self.framer.next(&bytes[pos..], self.offset) {
                 Ok(Framed::Incomplete { .. }) => break,
                 Ok(Framed::Event { event, len }) => {
-                    let at = At { offset: self.offset, end: self.offset + len as u64, inner: false };
+                    let at =
+                        At { offset: self.offset, end: self.offset + len as u64, inner: false };
                     self.handle(at, &event);
                     pos += len;
                     self.offset += len as u64;
@@ -387,10 +388,11 @@ impl Scanner {
 
     /// Ends the scan: reports a trailing partial event as the problem and builds the summary.
     pub fn finish(mut self) -> FileSummary {
-        if !self.stopped && (!self.pending.is_empty() || self.offset == 0) {
+        // Bytes of an unfinished event, or a file without its format description yet.
+        if !self.stopped && (!self.pending.is_empty() || self.framer.format().is_none()) {
             let available = self.pending.len() as u64;
             let err = if self.offset == 0 {
-                Error::new(0, None, ErrorKind::Truncated { needed: 4, available })
+                Framer::short_file(&self.pending)
             } else {
                 let event_type = if self.pending.len() >= crate::HEADER_LEN {
                     Some(EventType(self.pending[4]))
@@ -413,9 +415,6 @@ impl Scanner {
                 problem.event_type(),
                 IncompleteReason::ParseStopped(problem.kind().clone()),
             );
-        }
-        if state.format.is_none() && self.problem.is_none() {
-            state.flag(0, None, IncompleteReason::ParseStopped(ErrorKind::MissingFormatDescription));
         }
         state.finish(parsed_len, self.problem)
     }
@@ -450,7 +449,6 @@ impl Scanner {
             open.tx.event_count += 1;
             open.tx.end = at.end;
             open.tx.compressed = true;
-            open.phase = Phase::Body;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let result = decompress(payload, self.options.max_payload_size, &mut scratch);
@@ -468,13 +466,16 @@ impl Scanner {
                             self.handle(inner_at, &event);
                             rest = &rest[len..];
                         }
-                        Err((_, inner_type, kind)) => {
+                        Err(InnerError { event_type: inner_type, kind }) => {
                             let inner_offset = scratch.len() - rest.len();
                             let what = match inner_type {
-                                Some(t) => format!("{t} event at payload byte {inner_offset}: {kind}"),
+                                Some(t) => {
+                                    format!("{t} event at payload byte {inner_offset}: {kind}")
+                                }
                                 None => format!("event at payload byte {inner_offset}: {kind}"),
                             };
-                            self.state.flag(at.offset, event_type, IncompleteReason::MalformedPayload(what));
+                            let reason = IncompleteReason::MalformedPayload(what);
+                            self.state.flag(at.offset, event_type, reason);
                             break;
                         }
                     }
@@ -559,7 +560,8 @@ fn classify(query: &[u8]) -> QueryKind {
         let rest = &query[2..];
         let start = rest.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(rest.len());
         let rest = &rest[start..];
-        let starts = |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
+        let starts =
+            |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
         if starts(b"START") || starts(b"BEGIN") {
             QueryKind::XaStart
         } else if starts(b"PREPARE") {
@@ -860,7 +862,9 @@ impl State {
                 }
                 self.extend(at, event_type);
             }
-            None => self.flag(at.offset, Some(event_type), IncompleteReason::EventOutsideTransaction),
+            None => {
+                self.flag(at.offset, Some(event_type), IncompleteReason::EventOutsideTransaction)
+            }
         }
     }
 
@@ -934,9 +938,10 @@ impl State {
             .filter(|(_, count)| **count > 0)
             .map(|(code, count)| (EventType(code as u8), *count))
             .collect();
-        let flavor = self.format.as_ref().map(|format| {
-            if format.is_mariadb() { Flavor::MariaDb } else { Flavor::MySql }
-        });
+        let flavor = self
+            .format
+            .as_ref()
+            .map(|format| if format.is_mariadb() { Flavor::MariaDb } else { Flavor::MySql });
         FileSummary {
             flavor,
             format: self.format,

@@ -8,16 +8,16 @@
 
 use bloodraven_gtid::{Gtid, GtidSet};
 
+use crate::EventType;
 use crate::bytes::{
     packed_len, put_packed, put_u16, put_u32, put_u64, put_uint, put_varlen, put_varlen_signed,
 };
 use crate::error::{Error, ErrorKind, malformed};
 use crate::event::{
     CHECKSUM_LEN, ChecksumAlgorithm, Compression, EventBody, EventHeader, FormatDescription,
-    GtidEvent, HEADER_LEN, MAGIC, PayloadEvent, QueryEvent, RowsEvent, TableMapEvent,
-    TAGGED_SERIALIZATION_VERSION, Xid, payload_field, tagged_field,
+    GtidEvent, HEADER_LEN, MAGIC, PayloadEvent, QueryEvent, RowsEvent,
+    TAGGED_SERIALIZATION_VERSION, TableMapEvent, Xid, payload_field, tagged_field,
 };
-use crate::EventType;
 
 /// Post-header lengths of event types 1..=42 as MySQL 8.4 announces them
 /// (`Format_description_event` constructor); GTID_TAGGED has no fixed post-header.
@@ -119,11 +119,21 @@ impl Writer {
             create_timestamp: options.create_timestamp,
             header_length: HEADER_LEN as u8,
             post_header_lengths: POST_HEADER_LENGTHS.to_vec(),
-            checksum: if options.checksum { ChecksumAlgorithm::Crc32 } else { ChecksumAlgorithm::Off },
+            checksum: if options.checksum {
+                ChecksumAlgorithm::Crc32
+            } else {
+                ChecksumAlgorithm::Off
+            },
         };
         let header = writer.header(EventType::FORMAT_DESCRIPTION, options.create_timestamp, 0);
         writer.push_format_description(header, &format);
         writer
+    }
+
+    /// Starts a file with only the magic number: the first event written must be a
+    /// format description (for re-encoding parsed events byte for byte).
+    pub fn without_format_description(server_id: u32) -> Writer {
+        Writer { out: MAGIC.to_vec(), checksum: false, server_id, next_xid: 1 }
     }
 
     /// Offset where the next event will start.
@@ -155,6 +165,9 @@ impl Writer {
     pub fn event(&mut self, header: EventHeader, body: &EventBody<'_>) -> Result<u64, Error> {
         let offset = self.position();
         if let EventBody::FormatDescription(format) = body {
+            if offset == MAGIC.len() as u64 {
+                self.checksum = format.checksum == ChecksumAlgorithm::Crc32;
+            }
             self.push_format_description(header, format);
             return Ok(offset);
         }
@@ -202,7 +215,7 @@ impl Writer {
 
     /// Appends ROTATE naming the next file (position 4, its first event).
     pub fn rotate(&mut self, next_file: &str, timestamp: u32) -> Result<u64, Error> {
-        let header = self.header(EventType::ROTATE, timestamp, 0x20);
+        let header = self.header(EventType::ROTATE, timestamp, 0);
         let body = crate::RotateEvent { position: 4, next_file: next_file.as_bytes() };
         self.event(header, &EventBody::Rotate(body))
     }
@@ -276,10 +289,19 @@ impl Writer {
                 uncompressed_size: Some(plain.len() as u64),
                 payload: &compressed,
             };
-            let body = encode_body(EventType::TRANSACTION_PAYLOAD, &EventBody::TransactionPayload(payload))
-                .map_err(fail)?;
-            push_event_raw(&mut rest, header(EventType::TRANSACTION_PAYLOAD, 0), &body, self.checksum, 0)
-                .map_err(fail)?;
+            let body = encode_body(
+                EventType::TRANSACTION_PAYLOAD,
+                &EventBody::TransactionPayload(payload),
+            )
+            .map_err(fail)?;
+            push_event_raw(
+                &mut rest,
+                header(EventType::TRANSACTION_PAYLOAD, 0),
+                &body,
+                self.checksum,
+                0,
+            )
+            .map_err(fail)?;
         } else {
             for (event_header, body) in &inner {
                 push_event_raw(&mut rest, *event_header, body, self.checksum, 0).map_err(fail)?;
@@ -287,9 +309,17 @@ impl Writer {
         }
         // The GTID event states the transaction length, itself included.
         let (event_type, uuid, tag, gno, anonymous) = match spec.gtid {
-            Some(gtid) if gtid.tag.is_some() => (EventType::GTID_TAGGED, gtid.uuid, gtid.tag, gtid.gno, false),
+            Some(gtid) if gtid.tag.is_some() => {
+                (EventType::GTID_TAGGED, gtid.uuid, gtid.tag, gtid.gno, false)
+            }
             Some(gtid) => (EventType::GTID, gtid.uuid, None, gtid.gno, false),
-            None => (EventType::ANONYMOUS_GTID, bloodraven_gtid::Uuid::from_bytes([0; 16]), None, 0, true),
+            None => (
+                EventType::ANONYMOUS_GTID,
+                bloodraven_gtid::Uuid::from_bytes([0; 16]),
+                None,
+                0,
+                true,
+            ),
         };
         let mut gtid = GtidEvent {
             flags: if has_statement { GTID_FLAG_MAY_HAVE_SBR } else { 0 },
@@ -307,8 +337,9 @@ impl Writer {
             commit_group_ticket: None,
         };
         let trailer = if self.checksum { CHECKSUM_LEN } else { 0 };
+        // The length's own encoding grows through at most four widths: a few rounds converge.
         let mut length = 0u64;
-        for _ in 0..4 {
+        for _ in 0..8 {
             gtid.transaction_length = Some(length);
             let body = encode_body(event_type, &EventBody::Gtid(gtid)).map_err(fail)?;
             let next = (HEADER_LEN + body.len() + trailer + rest.len()) as u64;
@@ -328,7 +359,14 @@ impl Writer {
 }
 
 fn statement<'a>(schema: &'a [u8], query: &'a [u8]) -> EventBody<'a> {
-    EventBody::Query(QueryEvent { thread_id: 1, exec_time: 0, error_code: 0, status_vars: &[], schema, query })
+    EventBody::Query(QueryEvent {
+        thread_id: 1,
+        exec_time: 0,
+        error_code: 0,
+        status_vars: &[],
+        schema,
+        query,
+    })
 }
 
 fn add_rows(
@@ -422,13 +460,19 @@ fn encode_query(out: &mut Vec<u8>, query: &QueryEvent<'_>) {
 }
 
 /// Encodes a body (no header, no checksum) for `event_type`.
-pub(crate) fn encode_body(event_type: EventType, body: &EventBody<'_>) -> Result<Vec<u8>, ErrorKind> {
+pub(crate) fn encode_body(
+    event_type: EventType,
+    body: &EventBody<'_>,
+) -> Result<Vec<u8>, ErrorKind> {
     let mismatch = || malformed(format!("body does not fit event type {event_type}"));
     let mut out = Vec::new();
     match body {
         EventBody::FormatDescription(_) => return Err(mismatch()),
         EventBody::Query(query) => {
-            if event_type != EventType::QUERY || query.schema.len() > 255 || query.status_vars.len() > 0xffff {
+            if event_type != EventType::QUERY
+                || query.schema.len() > 255
+                || query.status_vars.len() > 0xffff
+            {
                 return Err(mismatch());
             }
             encode_query(&mut out, query);

@@ -174,7 +174,10 @@ mod tests {
 
     #[test]
     fn node_labels_name_the_group() {
-        assert_eq!(node_failover_group_label("orders"), "bloodraven.shipstream.io/failover-group.orders");
+        assert_eq!(
+            node_failover_group_label("orders"),
+            "bloodraven.shipstream.io/failover-group.orders"
+        );
         assert_eq!(node_site_label("orders"), "bloodraven.shipstream.io/site.orders");
     }
 }

@@ -1,8 +1,12 @@
 //! `MysqlBackup` (`mb`): one backup run.
 
+// kube's KubeSchema derive re-declares each struct, `pub` fields and all, inside a private
+// function to build its schema; rustc reports those copies as unreachable `pub` items.
+#![allow(unreachable_pub, reason = "KubeSchema derive copies pub structs into a private scope")]
+
 use k8s_openapi::api::core::v1::SecretKeySelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +26,7 @@ open_enum! {
 }
 
 /// Desired state of a `MysqlBackup`.
-#[derive(CustomResource, JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[kube(
     group = "shipstream.io",
     version = "v1alpha1",
@@ -31,24 +35,20 @@ open_enum! {
     status = "MysqlBackupStatus",
     shortname = "mb",
     derive = "PartialEq",
+    selectable = ".spec.failoverGroupRef.name",
+    selectable = ".spec.profileName",
     doc = "One mysqlsh dump of a MysqlFailoverGroup to a backup profile's storage",
-    printcolumn(name = "Group", type_ = "string", json_path = ".spec.failoverGroupRef.name"),
-    printcolumn(name = "Profile", type_ = "string", json_path = ".spec.profileName"),
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(name = "Started", type_ = "date", json_path = ".status.startTime"),
-    printcolumn(name = "Completed", type_ = "date", json_path = ".status.completionTime"),
-    printcolumn(
-        name = "Location",
-        type_ = "string",
-        json_path = ".status.artifactStorage.location",
-        priority = "1"
-    ),
-    printcolumn(name = "Size", type_ = "integer", json_path = ".status.sizeBytes", priority = "1")
+    validation = Rule::new(
+        "!has(oldSelf.status) || !has(oldSelf.status.artifactStorage) || (has(self.status) && has(self.status.artifactStorage) && self.status.artifactStorage == oldSelf.status.artifactStorage)"
+    ).message("status.artifactStorage cannot change or be removed once recorded"),
+    printcolumn = r#"{"name":"Group","type":"string","jsonPath":".spec.failoverGroupRef.name"}"#,
+    printcolumn = r#"{"name":"Profile","type":"string","jsonPath":".spec.profileName"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Started","type":"date","jsonPath":".status.startTime"}"#,
+    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
+    printcolumn = r#"{"name":"Location","type":"string","priority":1,"jsonPath":".status.artifactStorage.location"}"#,
+    printcolumn = r#"{"name":"Size","type":"integer","priority":1,"jsonPath":".status.sizeBytes"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MysqlBackupSpec {
@@ -141,6 +141,8 @@ pub struct MysqlBackupStatus {
 pub struct ArtifactStorage {
     /// S3 or PVC.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    // A spec enum, but status is open: an older CRD must accept a newer operator's value.
+    #[schemars(with = "Option<String>")]
     pub type_: Option<StorageType>,
     /// The artifact location; its last segment is the backup's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

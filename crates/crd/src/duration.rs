@@ -248,7 +248,10 @@ mod tests {
             parse_go("-5s"),
             Err(DurationError::ExpectedNumber { input: "-5s".to_owned(), position: 0 })
         );
-        assert!(matches!(parse_go("99999999999999999999999h"), Err(DurationError::Overflow { .. })));
+        assert!(matches!(
+            parse_go("99999999999999999999999h"),
+            Err(DurationError::Overflow { .. })
+        ));
     }
 
     #[test]
@@ -257,5 +260,18 @@ mod tests {
         assert_eq!(serde_json::to_string(&duration).unwrap(), "\"5m\"");
         assert_eq!(duration.to_std(), Ok(Std::from_secs(300)));
         assert_eq!(Duration::from_std(Std::from_secs(300)).as_str(), "5m0s");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn go_format_parses_back(nanos in 0u64..=(100 * 3_600 * 1_000_000_000)) {
+            let duration = Std::from_nanos(nanos);
+            proptest::prop_assert_eq!(parse_go(&format_go(duration)), Ok(duration));
+        }
+
+        #[test]
+        fn parsing_never_panics(text in "\\PC{0,24}") {
+            let _ = parse_go(&text);
+        }
     }
 }

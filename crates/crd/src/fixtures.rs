@@ -25,7 +25,11 @@ pub const EXAMPLE_TARGET_UUID: &str = "7a1d0c22-71ca-11e1-9e33-c80aa9429562";
 /// The spec's example fenced GTID set.
 pub const EXAMPLE_FENCED_SET: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9182731";
 
-/// Parses an RFC 3339 timestamp; for fixtures only (a bad literal is a bug in the fixture).
+/// Parses an RFC 3339 timestamp literal for a fixture.
+///
+/// # Panics
+///
+/// On text that is not RFC 3339: a bad literal is a bug in the test that wrote it.
 pub fn time(text: &str) -> Time {
     #[allow(clippy::expect_used, reason = "fixture literals are fixed, valid timestamps")]
     Time(text.parse().expect("fixture timestamp is RFC 3339"))
@@ -118,7 +122,9 @@ impl GroupFixture {
             last_failover: Some(LastFailover {
                 time: Some(time("2026-04-19T09:10:44Z")),
                 target: Some("iad".to_owned()),
-                promotion_gtid_executed: Some("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100".to_owned()),
+                promotion_gtid_executed: Some(
+                    "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100".to_owned(),
+                ),
                 ..LastFailover::default()
             }),
             ..MysqlFailoverGroupStatus::default()

@@ -35,19 +35,9 @@ pub use status::*;
     shortname = "mfg",
     derive = "PartialEq",
     doc = "A MySQL database replicated across sites, with emergency and planned failover",
-    printcolumn(
-        name = "Active",
-        type_ = "string",
-        description = "The site that is the writable primary",
-        json_path = ".status.activeSite"
-    ),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        description = "The Ready condition's status",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn = r#"{"name":"Active","type":"string","description":"The site that is the writable primary","jsonPath":".status.activeSite"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","description":"The Ready condition's status","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[x_kube(validation = Rule::new("has(oldSelf.initFromBackup) == has(self.initFromBackup)").message(
     "spec.initFromBackup is fixed at creation: it cannot be added, changed or removed. To retry a bootstrap restore that never succeeded, delete the group and create it again with the corrected block (see Backup and restore > A failed bootstrap restore)"
@@ -377,4 +367,147 @@ pub mod defaults {
     pub const MAX_BINLOG_SIZE: &str = "100M";
     /// `spec.backup.schedules[].timeZone`.
     pub const TIME_ZONE: &str = "Etc/UTC";
+}
+
+/// Why an effective planned-failover setting cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    #[error("{field}: {source}")]
+    Invalid {
+        field: &'static str,
+        #[source]
+        source: crate::duration::DurationError,
+    },
+    #[error("{field} {value} is outside {min:?}..={max:?}")]
+    OutOfRange {
+        field: &'static str,
+        value: String,
+        min: std::time::Duration,
+        max: std::time::Duration,
+    },
+}
+
+/// Parses an optional duration, applies its default and checks its bounds.
+fn effective(
+    field: &'static str,
+    value: Option<&Duration>,
+    default: std::time::Duration,
+    range: std::ops::RangeInclusive<std::time::Duration>,
+) -> Result<std::time::Duration, SettingError> {
+    let Some(value) = value else { return Ok(default) };
+    let parsed = value.to_std().map_err(|source| SettingError::Invalid { field, source })?;
+    if range.contains(&parsed) {
+        Ok(parsed)
+    } else {
+        Err(SettingError::OutOfRange {
+            field,
+            value: value.as_str().to_owned(),
+            min: *range.start(),
+            max: *range.end(),
+        })
+    }
+}
+
+impl PlannedFailoverSpec {
+    /// `maxLagWait` with its default; a zero or out-of-range value is refused, not defaulted.
+    pub fn effective_max_lag_wait(&self) -> Result<std::time::Duration, SettingError> {
+        effective(
+            "maxLagWait",
+            self.max_lag_wait.as_ref(),
+            defaults::MAX_LAG_WAIT,
+            defaults::MAX_LAG_WAIT_RANGE,
+        )
+    }
+
+    /// `drainTimeout` with its default; a zero or out-of-range value is refused, not defaulted.
+    pub fn effective_drain_timeout(&self) -> Result<std::time::Duration, SettingError> {
+        effective(
+            "drainTimeout",
+            self.drain_timeout.as_ref(),
+            defaults::DRAIN_TIMEOUT,
+            defaults::DRAIN_TIMEOUT_RANGE,
+        )
+    }
+
+    /// `onCooldown` with its default.
+    pub fn effective_on_cooldown(&self) -> OnCooldown {
+        self.on_cooldown.clone().unwrap_or(OnCooldown::Reject)
+    }
+}
+
+impl DragonflyPlannedFailoverSpec {
+    /// `maxSyncWait` with its default; a zero or out-of-range value is refused, not defaulted.
+    pub fn effective_max_sync_wait(&self) -> Result<std::time::Duration, SettingError> {
+        effective(
+            "maxSyncWait",
+            self.max_sync_wait.as_ref(),
+            defaults::MAX_SYNC_WAIT,
+            defaults::MAX_SYNC_WAIT_RANGE,
+        )
+    }
+
+    /// `onSyncTimeout` with its default.
+    pub fn effective_on_sync_timeout(&self) -> OnSyncTimeout {
+        self.on_sync_timeout.clone().unwrap_or(OnSyncTimeout::Proceed)
+    }
+}
+
+impl MysqlFailoverGroupSpec {
+    /// `failoverCooldown` with its default.
+    pub fn effective_failover_cooldown(&self) -> Result<std::time::Duration, SettingError> {
+        let any = std::time::Duration::ZERO..=std::time::Duration::MAX;
+        effective(
+            "failoverCooldown",
+            self.failover_cooldown.as_ref(),
+            defaults::FAILOVER_COOLDOWN,
+            any,
+        )
+    }
+
+    /// The spec of a site.
+    pub fn site(&self, name: &str) -> Option<&SiteSpec> {
+        self.sites.iter().find(|site| site.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration as Std;
+
+    #[test]
+    fn omitted_settings_take_the_spec_defaults() {
+        let spec = PlannedFailoverSpec::default();
+        assert_eq!(spec.effective_max_lag_wait(), Ok(Std::from_secs(300)));
+        assert_eq!(spec.effective_drain_timeout(), Ok(Std::from_secs(30)));
+        assert_eq!(spec.effective_on_cooldown(), OnCooldown::Reject);
+        let dragonfly = DragonflyPlannedFailoverSpec::default();
+        assert_eq!(dragonfly.effective_max_sync_wait(), Ok(Std::from_secs(30)));
+        assert_eq!(dragonfly.effective_on_sync_timeout(), OnSyncTimeout::Proceed);
+    }
+
+    #[test]
+    fn zero_or_out_of_range_timers_are_refused_not_defaulted() {
+        let spec = |text: &str| PlannedFailoverSpec {
+            max_lag_wait: Some(Duration::new(text)),
+            drain_timeout: Some(Duration::new(text)),
+            on_cooldown: None,
+        };
+        assert_eq!(spec("1h").effective_max_lag_wait(), Ok(Std::from_secs(3600)));
+        assert_eq!(spec("10m").effective_drain_timeout(), Ok(Std::from_secs(600)));
+        assert!(matches!(
+            spec("0s").effective_max_lag_wait(),
+            Err(SettingError::OutOfRange { field: "maxLagWait", .. })
+        ));
+        assert!(matches!(
+            spec("11m").effective_drain_timeout(),
+            Err(SettingError::OutOfRange { field: "drainTimeout", .. })
+        ));
+        assert!(matches!(
+            spec("5 minutes").effective_max_lag_wait(),
+            Err(SettingError::Invalid { field: "maxLagWait", .. })
+        ));
+        let message = spec("2h").effective_max_lag_wait().unwrap_err().to_string();
+        assert_eq!(message, "maxLagWait 2h is outside 1s..=3600s");
+    }
 }

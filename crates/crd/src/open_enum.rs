@@ -164,6 +164,10 @@ impl serde::de::Visitor<'_> for TokenVisitor {
 }
 
 #[cfg(test)]
+#[allow(
+    unreachable_pub,
+    reason = "the macro makes the test enum's methods pub; the enum is private"
+)]
 mod tests {
     open_enum! {
         /// A test token.
@@ -191,5 +195,16 @@ mod tests {
         assert!(open.get("enum").is_none());
         let closed = super::token_schema(&["A", "B"], super::SchemaMode::Closed);
         assert_eq!(closed.get("enum"), Some(&serde_json::json!(["A", "B"])));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_round_trips(text in "\\PC{0,32}") {
+            let color = Color::parse(&text);
+            proptest::prop_assert_eq!(color.as_str(), text.as_str());
+            let json = serde_json::to_string(&text).unwrap();
+            let back: Color = serde_json::from_str(&json).unwrap();
+            proptest::prop_assert_eq!(serde_json::to_string(&back).unwrap(), json);
+        }
     }
 }

@@ -24,18 +24,15 @@ use crate::open_enum::open_enum;
     status = "MysqlBackupVerificationStatus",
     shortname = "mbv",
     derive = "PartialEq",
+    selectable = ".spec.failoverGroupRef.name",
+    selectable = ".spec.profileName",
     doc = "A restore test of one MysqlBackup, optionally replaying the PITR archive",
-    printcolumn(name = "Group", type_ = "string", json_path = ".spec.failoverGroupRef.name"),
-    printcolumn(name = "Profile", type_ = "string", json_path = ".spec.profileName"),
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Started", type_ = "date", json_path = ".status.startTime"),
-    printcolumn(name = "Completed", type_ = "date", json_path = ".status.completionTime"),
-    printcolumn(
-        name = "Backup",
-        type_ = "string",
-        json_path = ".status.backupRef.name",
-        priority = "1"
-    )
+    printcolumn = r#"{"name":"Group","type":"string","jsonPath":".spec.failoverGroupRef.name"}"#,
+    printcolumn = r#"{"name":"Profile","type":"string","jsonPath":".spec.profileName"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Started","type":"date","jsonPath":".status.startTime"}"#,
+    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#,
+    printcolumn = r#"{"name":"Backup","type":"string","priority":1,"jsonPath":".status.backupRef.name"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MysqlBackupVerificationSpec {
@@ -62,7 +59,9 @@ pub struct VerificationPointInTime {
     pub mode: PointInTimeMode,
     /// The target of mode Timestamp: a whole second in RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"))]
+    #[schemars(regex(
+        pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+    ))]
     pub stop_time: Option<String>,
     /// A GTID set that is never replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

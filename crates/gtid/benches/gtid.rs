@@ -1,6 +1,6 @@
 //! Benchmarks: parsing a 1 MB `@@gtid_executed` text, and union /
 //! intersection / difference / subset of two sets of 100,000 intervals over
-//! 50 UUIDs (plus 10,000 to show that the cost is linear).
+//! 50 UUIDs (plus 10,000 and 1,000,000 to show that the cost is linear).
 //!
 //! Run: `cargo bench -p bloodraven-gtid --bench gtid`.
 
@@ -76,11 +76,28 @@ fn parse(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("parse", |b| b.iter(|| black_box(&text).parse::<GtidSet>()));
     group.bench_function("format", |b| b.iter(|| black_box(&set).to_string()));
+    // The same set written backwards (sources and intervals in descending
+    // order): the parser's worst case, one sort per source.
+    let mut reversed_parts: Vec<String> = Vec::new();
+    for source in set.sources() {
+        let items: Vec<String> = source
+            .intervals()
+            .iter()
+            .rev()
+            .map(|interval| format!("{}-{}", interval.start, interval.end))
+            .collect();
+        reversed_parts.push(format!("{}:{}", source.uuid(), items.join(":")));
+    }
+    reversed_parts.reverse();
+    let reversed = reversed_parts.join(",\n");
+    assert_eq!(reversed.parse::<GtidSet>().expect("reversed text parses"), set);
+    group.throughput(Throughput::Bytes(reversed.len() as u64));
+    group.bench_function("parse_reversed", |b| b.iter(|| black_box(&reversed).parse::<GtidSet>()));
     group.finish();
 }
 
 fn operations(c: &mut Criterion) {
-    for total_intervals in [10_000, 100_000] {
+    for total_intervals in [10_000, 100_000, 1_000_000] {
         let per_uuid = total_intervals / UUID_COUNT;
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let uuids = uuids(&mut rng);

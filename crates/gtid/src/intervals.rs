@@ -119,6 +119,24 @@ pub(crate) fn is_disjoint(a: &[Interval], b: &[Interval]) -> bool {
     true
 }
 
+/// Sorts and merges any list of valid intervals into canonical form, in O(n log n).
+pub(crate) fn canonicalize(list: &mut Vec<Interval>) {
+    list.sort_unstable_by_key(|interval| interval.start);
+    let mut kept = 0;
+    for index in 0..list.len() {
+        let interval = list[index];
+        if kept > 0 && interval.start <= list[kept - 1].end + 1 {
+            if interval.end > list[kept - 1].end {
+                list[kept - 1].end = interval.end;
+            }
+        } else {
+            list[kept] = interval;
+            kept += 1;
+        }
+    }
+    list.truncate(kept);
+}
+
 /// Adds `interval` to a canonical list, keeping it canonical.
 pub(crate) fn insert(list: &mut Vec<Interval>, interval: Interval) {
     // Fast paths: appending after the last interval, or extending it.

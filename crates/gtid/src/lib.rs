@@ -14,7 +14,11 @@
 //! may appear between tokens, empty entries between commas are ignored, and
 //! the empty or all-blank text is the empty set. Transaction numbers are
 //! decimal, 1 to 2^63-2 ([`MAX_GNO`]); `0` as an interval start is refused, and an interval
-//! whose end is below its start is empty, as in MySQL.
+//! whose end is below its start is empty, as in MySQL. A blank item
+//! (`uuid:a:1: :2`) switches back to the untagged source, as MySQL's tag
+//! reader does. MySQL reads numbers with `strtoll(.., 0)` (so `010` is octal);
+//! numbers it would read differently from decimal (leading zeros, `0x..`,
+//! signs) are refused instead of reinterpreted.
 //!
 //! # Canonical text
 //!

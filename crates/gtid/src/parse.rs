@@ -12,10 +12,13 @@ use std::str::FromStr;
 
 use crate::error::{ErrorKind, GtidError, Input};
 use crate::intervals;
-use crate::set::{GtidSet, Interval, Tsid};
+use crate::set::{GtidSet, Interval, SourceIntervals, Tsid};
 use crate::tag::{is_tag_continue, is_tag_start};
 use crate::uuid::UUID_TEXT_LEN;
 use crate::{Gtid, MAX_GNO, Tag, Uuid};
+
+/// A run of up to 19 decimal digits cannot overflow a `u64`.
+const MAX_EXACT_DIGITS: usize = 19;
 
 /// MySQL's whitespace (`my_isspace` in latin1 for ASCII): space, `\t`, `\n`, `\v`, `\f`, `\r`.
 #[inline]
@@ -90,9 +93,10 @@ impl<'a> Cursor<'a> {
         Ok(tag)
     }
 
-    /// An unsigned decimal number no larger than `max`.
+    /// Reads a run of decimal digits: the value (exact when there are at most
+    /// 19 digits, because 10^19 - 1 < 2^64) and the number of digits.
     #[inline]
-    pub(crate) fn number(&mut self, max: u64) -> Result<u64, GtidError> {
+    fn digits(&mut self) -> (u64, usize) {
         let start = self.position;
         let mut value: u64 = 0;
         while let Some(&byte) = self.text.get(self.position) {
@@ -100,16 +104,34 @@ impl<'a> Cursor<'a> {
             if digit > 9 {
                 break;
             }
-            value = match value.checked_mul(10).and_then(|v| v.checked_add(u64::from(digit))) {
-                Some(value) if value <= max => value,
-                _ => return Err(self.error(start, ErrorKind::NumberTooLarge { max })),
-            };
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
             self.position += 1;
         }
-        if self.position == start {
+        (value, self.position - start)
+    }
+
+    /// An unsigned decimal number no larger than `max` (leading zeros allowed).
+    pub(crate) fn number(&mut self, max: u64) -> Result<u64, GtidError> {
+        let start = self.position;
+        let (value, count) = self.digits();
+        if count == 0 {
             return Err(self.unexpected("a transaction number"));
         }
-        Ok(value)
+        let too_large = || self.error(start, ErrorKind::NumberTooLarge { max });
+        if count <= MAX_EXACT_DIGITS {
+            return if value <= max { Ok(value) } else { Err(too_large()) };
+        }
+        // More than 19 digits: the wrapped value is meaningless, so read them
+        // again with overflow checks (leading zeros are fine).
+        let mut exact: u64 = 0;
+        for &digit in &self.text[start..self.position] {
+            exact = match exact.checked_mul(10).and_then(|v| v.checked_add(u64::from(digit - b'0')))
+            {
+                Some(exact) if exact <= max => exact,
+                _ => return Err(too_large()),
+            };
+        }
+        Ok(exact)
     }
 
     /// A transaction number in a MySQL text: decimal, at most `MAX_GNO`.
@@ -117,12 +139,22 @@ impl<'a> Cursor<'a> {
     /// MySQL reads numbers with `strtoll(.., 0)`, which takes `010` as octal
     /// and `0x10` as hexadecimal; such numbers are refused here rather than
     /// read differently from MySQL (`0x10` fails at the `x`).
+    #[inline]
     pub(crate) fn mysql_number(&mut self) -> Result<u64, GtidError> {
         let start = self.position;
-        if self.peek() == Some(b'0') && self.text.get(start + 1).is_some_and(u8::is_ascii_digit) {
-            return Err(self.error(start, ErrorKind::LeadingZero));
+        let (value, count) = self.digits();
+        match count {
+            0 => Err(self.unexpected("a transaction number")),
+            1..=MAX_EXACT_DIGITS if value <= MAX_GNO => {
+                if count > 1 && self.text[start] == b'0' {
+                    Err(self.error(start, ErrorKind::LeadingZero))
+                } else {
+                    Ok(value)
+                }
+            }
+            _ if self.text[start] == b'0' => Err(self.error(start, ErrorKind::LeadingZero)),
+            _ => Err(self.error(start, ErrorKind::NumberTooLarge { max: MAX_GNO })),
         }
-        self.number(MAX_GNO)
     }
 
     /// A transaction number: 1 to `MAX_GNO`.
@@ -136,9 +168,53 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Intervals of one source as read, before sorting and merging.
+struct Pending {
+    tsid: Tsid,
+    intervals: Vec<Interval>,
+    /// Whether `intervals` is still canonical (the usual case: MySQL's own text).
+    canonical: bool,
+}
+
+impl Pending {
+    #[inline]
+    fn push(&mut self, interval: Interval) {
+        match self.intervals.last_mut() {
+            Some(last) if self.canonical && interval.start >= last.start => {
+                if interval.start <= last.end + 1 {
+                    last.end = last.end.max(interval.end);
+                } else {
+                    self.intervals.push(interval);
+                }
+            }
+            None => self.intervals.push(interval),
+            Some(_) => {
+                self.canonical = false;
+                self.intervals.push(interval);
+            }
+        }
+    }
+}
+
+/// Index of the entry for `tsid`: the last one if it matches, else a new one.
+/// (Repeated sources are merged at the end, so nothing is searched here.)
+fn entry_for(entries: &mut Vec<Pending>, tsid: Tsid) -> usize {
+    match entries.last() {
+        Some(last) if last.tsid == tsid => entries.len() - 1,
+        _ => {
+            entries.push(Pending { tsid, intervals: Vec::new(), canonical: true });
+            entries.len() - 1
+        }
+    }
+}
+
+/// Parses MySQL's GTID-set text.
+///
+/// Canonical text (sorted, merged) is read in one pass with no searching.
+/// Anything else costs one sort: O(n log n) in intervals whatever the order.
 pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
     let mut cursor = Cursor::new(text, Input::GtidSet);
-    let mut set = GtidSet::new();
+    let mut entries: Vec<Pending> = Vec::new();
     cursor.skip_space();
     loop {
         while cursor.peek() == Some(b',') {
@@ -150,8 +226,7 @@ pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
         }
         let uuid = cursor.uuid()?;
         cursor.skip_space();
-        let mut tsid = Tsid::untagged(uuid);
-        let mut intervals = set.source_intervals_mut(tsid);
+        let mut current = entry_for(&mut entries, Tsid::untagged(uuid));
         while cursor.peek() == Some(b':') {
             cursor.position += 1;
             let item_start = cursor.position;
@@ -160,8 +235,7 @@ pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
                 // MySQL reads blank space followed by `:`, `,` or the end as an
                 // empty tag, which switches back to the untagged source.
                 None | Some(b':' | b',') if cursor.position > item_start => {
-                    tsid = Tsid::untagged(uuid);
-                    intervals = set.source_intervals_mut(tsid);
+                    current = entry_for(&mut entries, Tsid::untagged(uuid));
                 }
                 Some(byte) if byte.is_ascii_digit() => {
                     let start = cursor.gno()?;
@@ -176,7 +250,7 @@ pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
                         cursor.skip_space();
                     }
                     if start <= end {
-                        intervals::insert(intervals, Interval { start, end });
+                        entries[current].push(Interval { start, end });
                     }
                 }
                 Some(byte) if is_tag_start(byte) => {
@@ -186,8 +260,7 @@ pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
                         return Err(cursor.error(tag_start, ErrorKind::InvalidTag));
                     }
                     cursor.skip_space();
-                    tsid = Tsid { uuid, tag: Some(tag) };
-                    intervals = set.source_intervals_mut(tsid);
+                    current = entry_for(&mut entries, Tsid { uuid, tag: Some(tag) });
                 }
                 _ => return Err(cursor.unexpected("a transaction number or a tag")),
             }
@@ -197,8 +270,37 @@ pub(crate) fn parse_gtid_set(text: &str) -> Result<GtidSet, GtidError> {
             Some(_) => return Err(cursor.unexpected("`:`, `,` or end of input")),
         }
     }
-    set.drop_empty_sources();
-    Ok(set)
+    Ok(finish(entries))
+}
+
+/// Sorts the entries by source, joins repeated sources and merges intervals.
+fn finish(mut entries: Vec<Pending>) -> GtidSet {
+    if !entries.windows(2).all(|pair| pair[0].tsid < pair[1].tsid) {
+        entries.sort_by_key(|entry| entry.tsid);
+    }
+    let mut joined: Vec<Pending> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if entry.intervals.is_empty() {
+            continue;
+        }
+        match joined.last_mut() {
+            Some(last) if last.tsid == entry.tsid => {
+                last.intervals.extend(entry.intervals);
+                last.canonical = false;
+            }
+            _ => joined.push(entry),
+        }
+    }
+    let sources = joined
+        .into_iter()
+        .map(|mut entry| {
+            if !entry.canonical {
+                intervals::canonicalize(&mut entry.intervals);
+            }
+            SourceIntervals { tsid: entry.tsid, intervals: entry.intervals }
+        })
+        .collect();
+    GtidSet { sources }
 }
 
 impl FromStr for GtidSet {

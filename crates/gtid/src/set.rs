@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::error::{ErrorKind, GtidError, Input};
 use crate::intervals;
-use crate::{Gtid, MAX_GNO, Tag, Uuid};
+use crate::{Gtid, MAX_GNO, TAG_MAX_LEN, Tag, Uuid};
 
 /// A closed interval `start..=end` of transaction numbers, `1 <= start <= end <= MAX_GNO`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -163,7 +163,7 @@ impl GtidSet {
         self.sources.binary_search_by(|source| source.tsid.cmp(tsid))
     }
 
-    pub(crate) fn source_intervals_mut(&mut self, tsid: Tsid) -> &mut Vec<Interval> {
+    fn source_intervals_mut(&mut self, tsid: Tsid) -> &mut Vec<Interval> {
         let index = match self.source_index(&tsid) {
             Ok(index) => index,
             Err(index) => {
@@ -174,12 +174,8 @@ impl GtidSet {
         &mut self.sources[index].intervals
     }
 
-    /// Drops sources left without intervals (only the parser can leave them).
-    pub(crate) fn drop_empty_sources(&mut self) {
-        self.sources.retain(|source| !source.intervals.is_empty());
-    }
-
-    /// Adds the closed interval `start..=end` (`1 <= start <= end <= MAX_GNO`, which is 2^63-2 as in MySQL), merging.
+    /// Adds the closed interval `start..=end`, merging; requires
+    /// `1 <= start <= end <= MAX_GNO` (2^63-2, as in MySQL).
     pub fn insert_interval(
         &mut self,
         uuid: Uuid,
@@ -333,7 +329,11 @@ impl GtidSet {
 
     /// Number of transactions (cannot overflow: at most 2^63 per source).
     pub fn count(&self) -> u128 {
-        self.sources.iter().flat_map(|source| &source.intervals).map(|i| u128::from(i.count())).sum()
+        self.sources
+            .iter()
+            .flat_map(|source| &source.intervals)
+            .map(|i| u128::from(i.count()))
+            .sum()
     }
 
     /// Number of intervals over all sources.
@@ -434,34 +434,36 @@ impl GtidSet {
     }
 
     fn to_string_with(&self, separator: &str) -> String {
-        let mut out = String::with_capacity(self.estimated_text_len(separator.len()));
-        self.write_text(&mut out, separator);
-        out
+        let mut out = Vec::with_capacity(self.estimated_text_len(separator.len()));
+        self.write_text(&mut out, separator.as_bytes());
+        // Only ASCII is ever written.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     fn estimated_text_len(&self, separator_len: usize) -> usize {
-        self.sources.len() * (UUID_AND_SEPARATOR + separator_len) + self.interval_count() * 12
+        self.sources.len() * (UUID_AND_SEPARATOR + separator_len + TAG_MAX_LEN)
+            + self.interval_count() * 16
     }
 
-    fn write_text(&self, out: &mut String, separator: &str) {
+    fn write_text(&self, out: &mut Vec<u8>, separator: &[u8]) {
         let mut previous_uuid = None;
         for source in &self.sources {
             if previous_uuid != Some(source.tsid.uuid) {
                 if previous_uuid.is_some() {
-                    out.push_str(separator);
+                    out.extend_from_slice(separator);
                 }
-                source.tsid.uuid.write_to(out);
+                out.extend_from_slice(&source.tsid.uuid.encode());
                 previous_uuid = Some(source.tsid.uuid);
             }
             if let Some(tag) = &source.tsid.tag {
-                out.push(':');
-                out.push_str(tag.as_str());
+                out.push(b':');
+                out.extend_from_slice(tag.as_str().as_bytes());
             }
             for interval in &source.intervals {
-                out.push(':');
+                out.push(b':');
                 push_number(out, interval.start);
                 if interval.end != interval.start {
-                    out.push('-');
+                    out.push(b'-');
                     push_number(out, interval.end);
                 }
             }
@@ -471,7 +473,8 @@ impl GtidSet {
 
 const UUID_AND_SEPARATOR: usize = crate::uuid::UUID_TEXT_LEN + 1;
 
-fn push_number(out: &mut String, mut value: u64) {
+#[inline]
+fn push_number(out: &mut Vec<u8>, mut value: u64) {
     let mut digits = [0u8; 20];
     let mut position = digits.len();
     loop {
@@ -482,9 +485,7 @@ fn push_number(out: &mut String, mut value: u64) {
             break;
         }
     }
-    for &digit in &digits[position..] {
-        out.push(char::from(digit));
-    }
+    out.extend_from_slice(&digits[position..]);
 }
 
 struct Compact<'a>(&'a GtidSet);
@@ -503,15 +504,14 @@ impl fmt::Display for GtidSet {
     }
 }
 
-impl From<Gtid> for GtidSet {
-    fn from(gtid: Gtid) -> Self {
+impl TryFrom<Gtid> for GtidSet {
+    type Error = GtidError;
+
+    /// The set of one GTID; fails for a number outside `1..=MAX_GNO`.
+    fn try_from(gtid: Gtid) -> Result<Self, Self::Error> {
         let mut set = GtidSet::new();
-        let tsid = Tsid { uuid: gtid.uuid, tag: gtid.tag };
-        // A `Gtid` may hold any number; only valid ones enter the set.
-        if let Ok(interval) = Interval::new(gtid.gno, gtid.gno) {
-            set.sources.push(SourceIntervals { tsid, intervals: vec![interval] });
-        }
-        set
+        set.insert(&gtid)?;
+        Ok(set)
     }
 }
 

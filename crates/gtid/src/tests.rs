@@ -54,3 +54,14 @@ fn contains_checks_bounds() {
     assert!(intervals::contains(&a, MAX_GNO));
     assert!(!intervals::contains(&a, u64::MAX));
 }
+
+#[test]
+fn canonicalize_sorts_and_merges_any_order() {
+    let mut intervals =
+        list(&[(20, 25), (1, 3), (4, 4), (10, 12), (2, 8), (26, 26), (MAX_GNO, MAX_GNO)]);
+    intervals::canonicalize(&mut intervals);
+    assert_eq!(intervals, list(&[(1, 8), (10, 12), (20, 26), (MAX_GNO, MAX_GNO)]));
+    let mut empty = Vec::new();
+    intervals::canonicalize(&mut empty);
+    assert!(empty.is_empty());
+}

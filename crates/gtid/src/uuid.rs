@@ -96,12 +96,6 @@ impl Uuid {
         }
         text
     }
-
-    pub(crate) fn write_to(&self, out: &mut String) {
-        for byte in self.encode() {
-            out.push(char::from(byte));
-        }
-    }
 }
 
 fn uuid_byte_ok(index: usize, byte: u8) -> bool {

@@ -1,1 +1,107 @@
-fn main() {}
+//! Benchmarks of the lab API server through kube-rs:
+//! - `list_1000_configmaps`: one typed list of 1,000 objects (goal: at most 20 ms);
+//! - `100_watchers_one_update`: one patch until all of 100 open watches got its event
+//!   (goal: all within 50 ms).
+
+use std::time::{Duration, Instant};
+
+use bloodraven_lab::{Lab, LabConfig};
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+async fn start() -> (Lab, kube::Client) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let lab = Lab::start(LabConfig::default()).await.unwrap();
+    let client = kube::Client::try_from(kube::Config::new(lab.url().parse().unwrap())).unwrap();
+    (lab, client)
+}
+
+fn list_1000(criterion: &mut Criterion) {
+    let runtime = runtime();
+    let (lab, client) = runtime.block_on(start());
+    for index in 0..1000 {
+        lab.apply(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{index:04}"), "namespace": "default", "labels": {"app": "bench"}},
+            "data": {"mysql.cnf": "[mysqld]\ngtid_mode=ON\nenforce_gtid_consistency=ON\n", "index": index.to_string()},
+        }))
+        .unwrap();
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(client, "default");
+    criterion.bench_function("list_1000_configmaps", |bencher| {
+        bencher.iter(|| {
+            let list = runtime.block_on(maps.list(&ListParams::default())).unwrap();
+            assert_eq!(list.items.len(), 1000);
+        })
+    });
+    runtime.block_on(lab.stop()).unwrap();
+}
+
+fn watchers_100(criterion: &mut Criterion) {
+    let runtime = runtime();
+    let (lab, client) = runtime.block_on(start());
+    lab.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "watched", "namespace": "default"}, "data": {"n": "0"}}))
+        .unwrap();
+    let maps: Api<ConfigMap> = Api::namespaced(client, "default");
+    let (sender, mut received) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let watchers: Vec<_> = (0..100)
+        .map(|_| {
+            let maps = maps.clone();
+            let sender = sender.clone();
+            let version = lab.resource_version().to_string();
+            runtime.spawn(async move {
+                let mut stream = maps.watch(&WatchParams::default().disable_bookmarks(), &version).await.unwrap().boxed();
+                while let Some(event) = stream.next().await {
+                    if let Ok(WatchEvent::Modified(_)) = event {
+                        let _ = sender.send(Instant::now());
+                    }
+                }
+            })
+        })
+        .collect();
+    // Wait until every watch is open.
+    runtime.block_on(async {
+        while lab.requests().iter().filter(|request| request.verb == "watch").count() < 100 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let mut counter = 0u64;
+    criterion.bench_function("100_watchers_one_update", |bencher| {
+        bencher.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                counter += 1;
+                let patch = Patch::Merge(json!({"data": {"n": counter.to_string()}}));
+                total += runtime.block_on(async {
+                    let started = Instant::now();
+                    maps.patch("watched", &PatchParams::default(), &patch).await.unwrap();
+                    let mut last = started;
+                    for _ in 0..100 {
+                        last = received.recv().await.unwrap();
+                    }
+                    last - started
+                });
+            }
+            total
+        })
+    });
+    lab.drop_watches();
+    for watcher in watchers {
+        watcher.abort();
+    }
+    runtime.block_on(lab.stop()).unwrap();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(5));
+    targets = list_1000, watchers_100
+}
+criterion_main!(benches);

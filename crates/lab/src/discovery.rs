@@ -17,8 +17,9 @@ pub const KUBERNETES_MINOR: &str = "33";
 
 const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
-/// The media type kubectl asks OpenAPI v2 in.
-const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The media type kube-openapi answers a protobuf OpenAPI v2 request with (kubectl asks for
+/// `...spec.v2@v1.0+protobuf`; Go's mime parser refuses the `@` in a response).
+const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
     let mut main = json!({

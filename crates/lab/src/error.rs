@@ -23,6 +23,8 @@ pub enum Error {
     SnapshotInvalid { path: String, line: usize, column: usize, message: String },
     #[error("cannot write kubeconfig {path}: {source}")]
     KubeconfigWrite { path: String, source: std::io::Error },
+    #[error("cannot set up TLS for the lab API server: {0}")]
+    Tls(String),
     #[error("unknown resource {resource}")]
     UnknownResource { resource: String },
 }

@@ -18,6 +18,7 @@
 mod audit;
 mod discovery;
 mod error;
+mod events;
 mod managed;
 mod patch;
 mod registry;
@@ -25,6 +26,7 @@ mod selector;
 mod server;
 mod store;
 mod table;
+mod tls;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -66,6 +68,9 @@ pub struct LabConfig {
     pub default_watch_timeout: Duration,
     /// Loaded at start when it exists, written by `stop` and `save_snapshot`.
     pub snapshot: Option<PathBuf>,
+    /// Serve https with a throwaway CA (in the kubeconfig) instead of plain http. kubectl
+    /// sends bearer tokens only over https, so identities of kubectl requests need this.
+    pub tls: bool,
 }
 
 impl Default for LabConfig {
@@ -78,6 +83,7 @@ impl Default for LabConfig {
             bookmark_interval: Duration::from_secs(60),
             default_watch_timeout: Duration::from_secs(1800),
             snapshot: None,
+            tls: false,
         }
     }
 }
@@ -95,6 +101,7 @@ pub struct Lab {
     address: SocketAddr,
     shared: Arc<Shared>,
     snapshot: Option<PathBuf>,
+    ca_pem: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -103,6 +110,23 @@ impl std::fmt::Debug for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lab").field("address", &self.address).finish_non_exhaustive()
     }
+}
+
+/// The resource to store a kind in, its version, and whether it is an events.k8s.io/v1 Event
+/// (stored as a core/v1 Event).
+fn resolve(state: &State, api_version: &str, kind: &str) -> Option<(registry::ResourceInfo, String, bool)> {
+    let info = state.registry.by_kind(api_version, kind)?;
+    let (_, version) = split_api_version(api_version);
+    if info.group == "events.k8s.io" && info.plural == "events" {
+        let core = state.registry.lookup("", "v1", "events")?;
+        return Some((core.clone(), "v1".to_string(), true));
+    }
+    Some((info.clone(), version.to_string(), false))
+}
+
+fn present(info: &registry::ResourceInfo, version: &str, events_v1: bool, object: &Value) -> Value {
+    let presented = State::present(info, version, object);
+    if events_v1 { events::to_events_v1(&presented) } else { presented }
 }
 
 fn api_error(what: impl Into<String>) -> impl FnOnce(ApiError) -> Error {
@@ -135,21 +159,34 @@ impl Lab {
         let router = server::router(shared.clone());
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let watch_generation = shared.watch_generation.clone();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = shutdown_signal.await;
-                    // Open watches would hold graceful shutdown forever: end them first.
-                    watch_generation.send_modify(|generation| *generation += 1);
-                })
-                .await
-        });
-        Ok(Self { address, shared, snapshot: config.snapshot, shutdown: Some(shutdown), task: Some(task) })
+        let (task, ca_pem) = if config.tls {
+            let material = tls::generate()?;
+            let task = tokio::spawn(tls::serve(listener, router, material.acceptor, shutdown_signal, watch_generation));
+            (task, Some(material.ca_pem))
+        } else {
+            let task = tokio::spawn(async move {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(async move {
+                        let _ = shutdown_signal.await;
+                        // Open watches would hold graceful shutdown forever: end them first.
+                        watch_generation.send_modify(|generation| *generation += 1);
+                    })
+                    .await
+            });
+            (task, None)
+        };
+        Ok(Self { address, shared, snapshot: config.snapshot, ca_pem, shutdown: Some(shutdown), task: Some(task) })
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https://` with `LabConfig::tls`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
+    }
+
+    /// The PEM of the CA that signed the server certificate, when serving TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -212,12 +249,10 @@ impl Lab {
         let (api_version, kind) = (api_version.as_str(), kind.as_str());
         let name = store::meta_str(&object, "name").ok_or_else(|| invalid("metadata.name is missing"))?.to_string();
         let mut state = lock(&self.shared.state);
-        let info = state
-            .registry
-            .by_kind(api_version, kind)
-            .cloned()
-            .ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
-        let (_, version) = split_api_version(api_version);
+        let (info, version, events_v1) =
+            resolve(&state, api_version, kind).ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
+        let version = version.as_str();
+        let object = if events_v1 { events::to_core(&object) } else { object };
         let namespace = if info.namespaced {
             Some(store::meta_str(&object, "namespace").unwrap_or("default").to_string())
         } else {
@@ -239,7 +274,7 @@ impl Lab {
                         .update(&info, version, namespace.as_deref(), &name, updated, Some("status"), &ctx, None)
                         .map_err(api_error(what))?;
                 }
-                Ok(updated)
+                Ok(if events_v1 { events::to_events_v1(&updated) } else { updated })
             }
             Err(_) => {
                 let status = object.get("status").cloned();
@@ -250,7 +285,7 @@ impl Lab {
                         .update(&info, version, namespace.as_deref(), &name, created, Some("status"), &ctx, None)
                         .map_err(api_error(what))?;
                 }
-                Ok(created)
+                Ok(if events_v1 { events::to_events_v1(&created) } else { created })
             }
         }
     }
@@ -258,31 +293,25 @@ impl Lab {
     /// One object, as the given apiVersion presents it.
     pub fn get(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
         let state = lock(&self.shared.state);
-        let info = state.registry.by_kind(api_version, kind)?;
-        let (_, version) = split_api_version(api_version);
-        state.get(info, namespace, name).ok().map(|object| State::present(info, version, &object))
+        let (info, version, events_v1) = resolve(&state, api_version, kind)?;
+        state.get(&info, namespace, name).ok().map(|object| present(&info, &version, events_v1, &object))
     }
 
     /// Every object of a kind (all namespaces), in key order.
     pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
         let state = lock(&self.shared.state);
-        let Some(info) = state.registry.by_kind(api_version, kind) else { return Vec::new() };
-        let (_, version) = split_api_version(api_version);
+        let Some((info, version, events_v1)) = resolve(&state, api_version, kind) else { return Vec::new() };
         let selectors = selector::Selectors::default();
-        state.select(info, None, &selectors, None).map(|(_, object)| State::present(info, version, object)).collect()
+        state.select(&info, None, &selectors, None).map(|(_, object)| present(&info, &version, events_v1, object)).collect()
     }
 
     /// Deletes an object as a DELETE request would (finalizers are honoured).
     pub fn delete(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Result<()> {
         let mut state = lock(&self.shared.state);
-        let info = state
-            .registry
-            .by_kind(api_version, kind)
-            .cloned()
-            .ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
-        let (_, version) = split_api_version(api_version);
+        let (info, version, _) =
+            resolve(&state, api_version, kind).ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
         let ctx = WriteContext { field_manager: FIELD_MANAGER.to_string(), dry_run: false, force: false, now: now_rfc3339() };
-        state.delete(&info, version, namespace, name, &Value::Null, &ctx).map_err(api_error(format!("deleting {kind} {name}")))?;
+        state.delete(&info, &version, namespace, name, &Value::Null, &ctx).map_err(api_error(format!("deleting {kind} {name}")))?;
         Ok(())
     }
 
@@ -302,10 +331,14 @@ impl Lab {
             Some(token) => json!({ "name": user_name, "user": { "token": token } }),
             None => json!({ "name": user_name, "user": {} }),
         };
+        let mut cluster = json!({ "server": self.url() });
+        if let Some(ca_pem) = &self.ca_pem {
+            cluster["certificate-authority-data"] = json!(data_encoding::BASE64.encode(ca_pem.as_bytes()));
+        }
         let config = json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{ "name": "bloodraven-lab", "cluster": { "server": self.url() } }],
+            "clusters": [{ "name": "bloodraven-lab", "cluster": cluster }],
             "contexts": [{ "name": "bloodraven-lab", "context": { "cluster": "bloodraven-lab", "user": user_name, "namespace": "default" } }],
             "current-context": "bloodraven-lab",
             "preferences": {},

@@ -103,27 +103,38 @@ enum ListKind {
 struct Node<'a> {
     schema: Option<&'a Value>,
     builtin: bool,
+    /// A built-in map field (labels, data...): its keys are entries, not declared fields.
+    map_like: bool,
 }
+
+/// Built-in fields that are `map[string]...` rather than structs.
+const BUILTIN_MAP_FIELDS: &[&str] = &[
+    "labels", "annotations", "data", "stringData", "binaryData", "nodeSelector", "matchLabels", "limits",
+    "requests", "capacity", "allocatable",
+];
 
 impl<'a> Node<'a> {
     fn field(self, key: &str, at_root: bool) -> (bool, Node<'a>) {
+        let builtin = self.builtin;
         if at_root && key == "metadata" {
-            return (true, Node { schema: Some(&METADATA_SCHEMA), builtin: self.builtin });
+            return (true, Node { schema: Some(&METADATA_SCHEMA), builtin, map_like: false });
         }
         let Some(schema) = self.schema else {
-            return (false, Node { schema: None, builtin: self.builtin });
+            let map_like = builtin && BUILTIN_MAP_FIELDS.contains(&key);
+            return (builtin && !self.map_like, Node { schema: None, builtin, map_like });
         };
         if let Some(property) = schema.get("properties").and_then(|properties| properties.get(key)) {
-            return (true, Node { schema: Some(property), builtin: self.builtin });
+            let map_like = property.get("additionalProperties").is_some_and(Value::is_object);
+            return (true, Node { schema: Some(property), builtin, map_like });
         }
         match schema.get("additionalProperties") {
-            Some(element) if element.is_object() => (false, Node { schema: Some(element), builtin: self.builtin }),
-            _ => (false, Node { schema: None, builtin: self.builtin }),
+            Some(element) if element.is_object() => (false, Node { schema: Some(element), builtin, map_like: false }),
+            _ => (false, Node { schema: None, builtin, map_like: false }),
         }
     }
 
     fn items(self) -> Node<'a> {
-        Node { schema: self.schema.and_then(|schema| schema.get("items")), builtin: self.builtin }
+        Node { schema: self.schema.and_then(|schema| schema.get("items")), builtin: self.builtin, map_like: false }
     }
 
     fn atomic_map(self) -> bool {
@@ -267,8 +278,8 @@ fn tracked(info: &ResourceInfo, object: &Value, subresource: Option<&str>) -> Va
 
 fn schema_for<'a>(info: &'a ResourceInfo, version: &str) -> Node<'a> {
     match info.schema(version).or_else(|| info.schema(info.preferred_version())) {
-        Some(schema) => Node { schema: Some(schema), builtin: false },
-        None => Node { schema: None, builtin: !info.custom },
+        Some(schema) => Node { schema: Some(schema), builtin: false, map_like: false },
+        None => Node { schema: None, builtin: !info.custom, map_like: false },
     }
 }
 
@@ -729,7 +740,7 @@ mod tests {
             fields,
             json!({
                 "f:metadata": {"f:finalizers": {"v:\"x\"": {}}, "f:labels": {"f:a": {}}},
-                "f:spec": {".": {}, "f:containers": {".": {}, "k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}},
+                "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}},
             })
         );
         assert_eq!(from_fields_v1(&fields), set);

@@ -15,7 +15,7 @@ pub(crate) enum PatchType {
 }
 
 impl PatchType {
-    pub fn from_content_type(content_type: &str) -> Option<Self> {
+    pub(crate) fn from_content_type(content_type: &str) -> Option<Self> {
         let media_type = content_type.split(';').next().unwrap_or_default().trim();
         match media_type {
             "application/json-patch+json" => Some(Self::Json),

@@ -59,23 +59,23 @@ pub(crate) struct ResourceInfo {
 }
 
 impl ResourceInfo {
-    pub fn group_resource(&self) -> GroupResource {
+    pub(crate) fn group_resource(&self) -> GroupResource {
         GroupResource::new(&self.group, &self.plural)
     }
 
-    pub fn api_version(&self, version: &str) -> String {
+    pub(crate) fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
     }
 
-    pub fn preferred_version(&self) -> &str {
+    pub(crate) fn preferred_version(&self) -> &str {
         self.versions.first().map(String::as_str).unwrap_or("v1")
     }
 
-    pub fn serves(&self, version: &str) -> bool {
+    pub(crate) fn serves(&self, version: &str) -> bool {
         self.versions.iter().any(|served| served == version)
     }
 
-    pub fn schema(&self, version: &str) -> Option<&Value> {
+    pub(crate) fn schema(&self, version: &str) -> Option<&Value> {
         self.schemas.get(version)
     }
 }
@@ -144,29 +144,29 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn get(&self, group_resource: &GroupResource) -> Option<&ResourceInfo> {
+    pub(crate) fn get(&self, group_resource: &GroupResource) -> Option<&ResourceInfo> {
         self.resources.get(group_resource)
     }
 
     /// The resource served at `group`/`version` under the plural `resource`.
-    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&ResourceInfo> {
+    pub(crate) fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&ResourceInfo> {
         self.resources
             .get(&GroupResource::new(group, resource))
             .filter(|info| info.serves(version))
     }
 
     /// The resource of a kind in an apiVersion (`v1`, `apps/v1`).
-    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
+    pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
         let (group, version) = split_api_version(api_version);
         self.resources.values().find(|info| info.group == group && info.kind == kind && info.serves(version))
     }
 
-    pub fn all(&self) -> impl Iterator<Item = &ResourceInfo> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &ResourceInfo> {
         self.resources.values()
     }
 
     /// Groups with their versions, in registration-independent order (core first).
-    pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
+    pub(crate) fn groups(&self) -> BTreeMap<String, Vec<String>> {
         let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for info in self.resources.values() {
             let versions = groups.entry(info.group.clone()).or_default();
@@ -181,7 +181,7 @@ impl Registry {
 
     /// Registers (or re-registers) the resource a CustomResourceDefinition describes.
     /// Returns the storage key, or a message saying why the definition is unusable.
-    pub fn register_crd(&mut self, crd: &Value) -> Result<GroupResource, String> {
+    pub(crate) fn register_crd(&mut self, crd: &Value) -> Result<GroupResource, String> {
         let info = crd_resource_info(crd)?;
         let key = info.group_resource();
         if let Some(existing) = self.resources.get(&key) {
@@ -193,7 +193,7 @@ impl Registry {
         Ok(key)
     }
 
-    pub fn unregister(&mut self, group_resource: &GroupResource) {
+    pub(crate) fn unregister(&mut self, group_resource: &GroupResource) {
         if self.resources.get(group_resource).is_some_and(|info| info.custom) {
             self.resources.remove(group_resource);
         }

@@ -71,7 +71,7 @@ fn validate_value(value: &str, scanner: &Scanner<'_>) -> Result<(), String> {
 }
 
 impl LabelSelector {
-    pub fn parse(input: &str) -> Result<Self, String> {
+    pub(crate) fn parse(input: &str) -> Result<Self, String> {
         let mut scanner = Scanner { input, position: 0 };
         let mut requirements = Vec::new();
         scanner.skip_spaces();
@@ -146,12 +146,12 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// Whether an object's `metadata.labels` satisfy every requirement.
-    pub fn matches(&self, object: &Value) -> bool {
+    pub(crate) fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels");
         let label = |key: &str| labels.and_then(|labels| labels.get(key)).and_then(Value::as_str);
         self.requirements.iter().all(|requirement| match requirement {
@@ -212,7 +212,7 @@ fn extra_fields(group: &str, kind: &str) -> &'static [&'static str] {
 
 impl FieldSelector {
     /// Parses a selector, refusing fields the kind does not index as the API server does.
-    pub fn parse(input: &str, group: &str, kind: &str) -> Result<Self, String> {
+    pub(crate) fn parse(input: &str, group: &str, kind: &str) -> Result<Self, String> {
         let mut terms = Vec::new();
         for term in input.split(',').map(str::trim).filter(|term| !term.is_empty()) {
             let (field, equal, value) = if let Some((field, value)) = term.split_once("!=") {
@@ -235,11 +235,11 @@ impl FieldSelector {
         Ok(Self { terms })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }
 
-    pub fn matches(&self, object: &Value) -> bool {
+    pub(crate) fn matches(&self, object: &Value) -> bool {
         self.terms.iter().all(|(field, equal, value)| {
             let pointer = format!("/{}", field.replace('.', "/"));
             let found = match object.pointer(&pointer) {
@@ -260,7 +260,7 @@ pub(crate) struct Selectors {
 }
 
 impl Selectors {
-    pub fn matches(&self, object: &Value) -> bool {
+    pub(crate) fn matches(&self, object: &Value) -> bool {
         self.labels.matches(object) && self.fields.matches(object)
     }
 }

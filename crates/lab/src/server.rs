@@ -50,7 +50,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(state: State, settings: Settings) -> Self {
+    pub(crate) fn new(state: State, settings: Settings) -> Self {
         Self {
             state: Mutex::new(state),
             settings: Mutex::new(settings),
@@ -63,7 +63,7 @@ impl Shared {
     }
 
     /// Waits while the server is paused.
-    pub async fn wait_unpaused(&self) {
+    pub(crate) async fn wait_unpaused(&self) {
         let mut receiver = self.paused.subscribe();
         // An error means the sender is gone: the server is shutting down; go on.
         let _ = receiver.wait_for(|paused| !paused).await;
@@ -287,12 +287,23 @@ async fn handle(
                 let state = lock(&shared.state);
                 state.registry.lookup(&group, &version, &resource).cloned()
             };
-            let Some(info) = info else {
+            let Some(mut info) = info else {
                 return error_response(&ApiError::no_such_resource());
             };
+            let mut version = version;
+            // events.k8s.io/v1 Events are stored as core/v1 Events and converted.
+            let events_v1 = info.group == "events.k8s.io" && info.plural == "events";
+            if events_v1 {
+                let core = lock(&shared.state).registry.lookup("", "v1", "events").cloned();
+                if let Some(core) = core {
+                    info = core;
+                    version = "v1".to_string();
+                }
+            }
             let request = ResourceRequest {
                 info,
                 version,
+                events_v1,
                 namespace,
                 name,
                 subresource,
@@ -309,6 +320,9 @@ async fn handle(
             };
             let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default().to_string();
             match serve_resource(&shared, &method, &request, &content_type, &body) {
+                Ok(Served::Object(code, object)) if request.events_v1 && request.format == Format::Json => {
+                    json_response(code, &events_out(object))
+                }
                 Ok(Served::Object(code, object)) => json_response(code, &object),
                 Ok(Served::Watch(plan)) => watch_stream::respond(shared.clone(), plan),
                 Err(error) => error_response(&error),
@@ -326,6 +340,36 @@ pub(crate) struct ResourceRequest {
     pub query: HashMap<String, String>,
     pub format: Format,
     pub field_manager_default: String,
+}
+
+/// A core/v1 Event response (object or list) as events.k8s.io/v1.
+fn events_out(object: Value) -> Value {
+    if object.get("items").is_some() {
+        let mut list = object;
+        list["apiVersion"] = json!("events.k8s.io/v1");
+        if let Some(items) = list.get_mut("items").and_then(Value::as_array_mut) {
+            for item in items.iter_mut() {
+                let typed = item.get("kind").is_some();
+                *item = crate::events::to_events_v1(item);
+                if !typed {
+                    if let Some(map) = item.as_object_mut() {
+                        map.remove("apiVersion");
+                        map.remove("kind");
+                    }
+                }
+            }
+        }
+        list
+    } else if object.get("kind").and_then(Value::as_str) == Some("Event") {
+        crate::events::to_events_v1(&object)
+    } else {
+        object
+    }
+}
+
+/// A request body for events.k8s.io/v1 in the stored core/v1 form.
+fn events_in(request: &ResourceRequest, object: Value) -> Value {
+    if request.events_v1 { crate::events::to_core(&object) } else { object }
 }
 
 enum Served {
@@ -438,14 +482,14 @@ fn serve_resource(
             if request.namespace.is_none() && info.namespaced {
                 return Err(ApiError::no_such_resource());
             }
-            let object = parse_body(body)?;
+            let object = events_in(request, parse_body(body)?);
             let ctx = write_context(request, false)?;
             let mut state = lock(&shared.state);
             let created = state.create(info, version, namespace, object, &ctx, None)?;
             Ok(Served::Object(201, created))
         }
         (Method::PUT, Some(name)) => {
-            let object = parse_body(body)?;
+            let object = events_in(request, parse_body(body)?);
             let ctx = write_context(request, false)?;
             let mut state = lock(&shared.state);
             let updated = state.update(info, version, namespace, name, object, subresource, &ctx, None)?;
@@ -463,6 +507,10 @@ fn serve_resource(
                 if !applied.is_object() {
                     return Err(ApiError::bad_request("the apply configuration is not an object"));
                 }
+                if request.events_v1 && applied.get("apiVersion").and_then(Value::as_str) != Some("events.k8s.io/v1") {
+                    return Err(ApiError::bad_request("the apply configuration must set apiVersion events.k8s.io/v1 and kind Event"));
+                }
+                let applied = events_in(request, applied);
                 let expected = info.api_version(version);
                 if applied.get("apiVersion").and_then(Value::as_str) != Some(expected.as_str())
                     || applied.get("kind").and_then(Value::as_str) != Some(info.kind.as_str())
@@ -499,7 +547,12 @@ fn serve_resource(
             }
             let live = state.get(info, namespace, name)?;
             let live = State::present(info, version, &live);
-            let patched = apply_patch(patch_type, &live, body)?;
+            let patched = if request.events_v1 {
+                let live = crate::events::to_events_v1(&live);
+                crate::events::to_core(&apply_patch(patch_type, &live, body)?)
+            } else {
+                apply_patch(patch_type, &live, body)?
+            };
             let updated = state.update(info, version, namespace, name, patched, subresource, &ctx, None)?;
             Ok(Served::Object(200, updated))
         }

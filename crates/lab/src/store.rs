@@ -114,7 +114,7 @@ fn spec_view(info: &ResourceInfo, object: &Value) -> Value {
 }
 
 impl State {
-    pub fn new(history_limit: usize) -> Self {
+    pub(crate) fn new(history_limit: usize) -> Self {
         let (sender, _) = broadcast::channel(8192);
         let mut state = Self {
             registry: Registry::default(),
@@ -150,27 +150,27 @@ impl State {
         state
     }
 
-    pub fn resource_version(&self) -> u64 {
+    pub(crate) fn resource_version(&self) -> u64 {
         self.resource_version
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
         self.sender.subscribe()
     }
 
-    pub fn set_history_limit(&mut self, limit: usize) {
+    pub(crate) fn set_history_limit(&mut self, limit: usize) {
         self.history_limit = limit.max(1);
         self.trim_history();
     }
 
     /// Forgets all retained history: every watch resuming from an older version gets 410.
-    pub fn compact(&mut self) {
+    pub(crate) fn compact(&mut self) {
         self.history.clear();
         self.history_floor = self.resource_version;
     }
 
     /// Changes after `resource_version`, or `None` when some of them are no longer retained.
-    pub fn changes_since(&self, resource_version: u64) -> Option<Vec<Arc<Change>>> {
+    pub(crate) fn changes_since(&self, resource_version: u64) -> Option<Vec<Arc<Change>>> {
         if resource_version < self.history_floor {
             return None;
         }
@@ -183,7 +183,7 @@ impl State {
         )
     }
 
-    pub fn history_floor(&self) -> u64 {
+    pub(crate) fn history_floor(&self) -> u64 {
         self.history_floor
     }
 
@@ -215,11 +215,11 @@ impl State {
         let _ = self.sender.send(change);
     }
 
-    pub fn objects_of(&self, group_resource: &GroupResource) -> impl Iterator<Item = (&ObjectKey, &Arc<Value>)> {
+    pub(crate) fn objects_of(&self, group_resource: &GroupResource) -> impl Iterator<Item = (&ObjectKey, &Arc<Value>)> {
         self.objects.get(group_resource).into_iter().flatten()
     }
 
-    pub fn all_objects(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
+    pub(crate) fn all_objects(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
         self.objects.iter().flat_map(|(group_resource, objects)| objects.values().map(move |object| (group_resource, object)))
     }
 
@@ -228,7 +228,7 @@ impl State {
     }
 
     /// Restores objects from a snapshot, re-registering CRDs first.
-    pub fn restore(&mut self, resource_version: u64, objects: Vec<(GroupResource, Value)>) {
+    pub(crate) fn restore(&mut self, resource_version: u64, objects: Vec<(GroupResource, Value)>) {
         self.objects.clear();
         for (group_resource, object) in &objects {
             if group_resource.group == "apiextensions.k8s.io" {
@@ -259,20 +259,20 @@ impl State {
     }
 
     /// The object as a client of `version` sees it.
-    pub fn present(info: &ResourceInfo, version: &str, object: &Value) -> Value {
+    pub(crate) fn present(info: &ResourceInfo, version: &str, object: &Value) -> Value {
         let mut object = object.clone();
         object["apiVersion"] = json!(info.api_version(version));
         object["kind"] = json!(info.kind);
         object
     }
 
-    pub fn get(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Arc<Value>, ApiError> {
+    pub(crate) fn get(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Arc<Value>, ApiError> {
         self.stored(&info.group_resource(), &Self::key(info, namespace, name))
             .ok_or_else(|| ApiError::not_found(Self::subject(info, name)))
     }
 
     /// Objects of a resource in key order, optionally within a namespace, starting after `after`.
-    pub fn select<'a>(
+    pub(crate) fn select<'a>(
         &'a self,
         info: &ResourceInfo,
         namespace: Option<&'a str>,
@@ -310,7 +310,7 @@ impl State {
     }
 
     /// POST: creates an object (or, with `managed_fields` given, one made by server-side apply).
-    pub fn create(
+    pub(crate) fn create(
         &mut self,
         info: &ResourceInfo,
         version: &str,
@@ -475,7 +475,7 @@ impl State {
 
     /// PUT (and the final step of PATCH): replaces an object.
     #[allow(clippy::too_many_arguments)]
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         info: &ResourceInfo,
         version: &str,
@@ -748,7 +748,7 @@ impl State {
     }
 
     /// DELETE: returns the object and 200 when it is gone, 202 when finalizers keep it.
-    pub fn delete(
+    pub(crate) fn delete(
         &mut self,
         info: &ResourceInfo,
         version: &str,

@@ -16,7 +16,7 @@ pub(crate) enum Format {
 
 impl Format {
     /// The first acceptable media type of an `Accept` header that this server can produce.
-    pub fn from_accept(accept: &str) -> Self {
+    pub(crate) fn from_accept(accept: &str) -> Self {
         for media_type in accept.split(',') {
             let mut parameters = media_type.split(';').map(str::trim);
             let base = parameters.next().unwrap_or_default();

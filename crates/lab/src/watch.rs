@@ -25,6 +25,8 @@ pub(crate) struct WatchPlan {
     namespace: Option<String>,
     selectors: Selectors,
     format: Format,
+    /// Objects go out as events.k8s.io/v1 Events.
+    events_v1: bool,
     bookmarks: bool,
     timeout: Duration,
     /// Events to send before live ones (synthetic ADDEDs or the retained backlog).
@@ -51,6 +53,14 @@ fn bookmark(info: &ResourceInfo, version: &str, resource_version: u64, initial_e
 }
 
 impl WatchPlan {
+    fn render(&self, stored: &Value) -> Value {
+        let presented = State::present(&self.info, &self.version, stored);
+        if self.events_v1 {
+            return crate::events::to_events_v1(&presented);
+        }
+        render_event_object(&self.format, &self.info, presented)
+    }
+
     fn matches(&self, object: &Value) -> bool {
         let namespace_matches = self.namespace.as_ref().is_none_or(|namespace| {
             object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace.as_str())
@@ -73,8 +83,7 @@ impl WatchPlan {
             (EventType::Modified, Some(true), false) => "DELETED",
             _ => return None,
         };
-        let object = State::present(&self.info, &self.version, &change.object);
-        Some((event_type, render_event_object(&self.format, &self.info, object)))
+        Some((event_type, self.render(&change.object)))
     }
 }
 
@@ -100,6 +109,7 @@ pub(crate) fn plan(shared: &Arc<Shared>, request: &ResourceRequest, selectors: S
         namespace: request.namespace.clone(),
         selectors,
         format: request.format.clone(),
+        events_v1: request.events_v1 && request.format == Format::Json,
         bookmarks,
         timeout,
         initial: Vec::new(),
@@ -116,11 +126,11 @@ pub(crate) fn plan(shared: &Arc<Shared>, request: &ResourceRequest, selectors: S
         _ => false,
     };
     if synthetic {
-        for (_, object) in state.select(&plan.info, plan.namespace.as_deref(), &plan.selectors, None) {
-            let presented = State::present(&plan.info, &plan.version, object);
-            let rendered = render_event_object(&plan.format, &plan.info, presented);
-            plan.initial.push(json!({ "type": "ADDED", "object": rendered }));
-        }
+        let initial: Vec<Value> = state
+            .select(&plan.info, plan.namespace.as_deref(), &plan.selectors, None)
+            .map(|(_, object)| json!({ "type": "ADDED", "object": plan.render(object) }))
+            .collect();
+        plan.initial = initial;
         if send_initial == Some(true) && bookmarks {
             plan.initial.push(json!({ "type": "BOOKMARK", "object": bookmark(&plan.info, &plan.version, current, true) }));
         }

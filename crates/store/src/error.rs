@@ -65,7 +65,7 @@ impl fmt::Display for Denial {
 /// The coarse class of an [`Error`], for callers that branch on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// The object (or the bucket) does not exist.
+    /// The object does not exist.
     NotFound,
     /// An atomic create found the key taken (S3 412 `PreconditionFailed`, `EEXIST`).
     AlreadyExists,
@@ -81,7 +81,8 @@ pub enum ErrorKind {
     SymlinkRefused,
     /// The store does not implement a feature the request needs (S3 501 `NotImplemented`).
     Unsupported,
-    /// The store configuration is unusable (bad endpoint, missing root directory).
+    /// The store configuration is unusable (bad endpoint, missing bucket, missing root
+    /// directory).
     InvalidConfig,
     /// Any other failure that retrying will not fix.
     Permanent,
@@ -93,6 +94,9 @@ pub enum ErrorKind {
 pub enum Error {
     #[error("{operation} {key:?} in {store}: object not found")]
     NotFound { store: String, operation: Operation, key: String },
+
+    #[error("{operation} in {store}: the bucket does not exist: {detail}")]
+    BucketNotFound { store: String, operation: Operation, detail: String },
 
     #[error("{operation} {key:?} in {store}: object already exists")]
     AlreadyExists { store: String, operation: Operation, key: String },
@@ -130,6 +134,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::BucketNotFound { .. } => ErrorKind::InvalidConfig,
             Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
             Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
             Error::Transient { .. } => ErrorKind::Transient,

@@ -75,11 +75,13 @@ impl FsStore {
         })
         .await;
         joined.unwrap_or_else(|join_error| {
-            Err(Error::Permanent {
-                store: self.inner.label.clone(),
-                operation,
-                key: key.to_owned(),
-                detail: format!("filesystem task failed: {join_error}"),
+            let (store, key) = (self.inner.label.clone(), key.to_owned());
+            let detail = format!("filesystem task failed: {join_error}");
+            // A cancelled task (runtime shutting down) is worth retrying; a panic is not.
+            Err(if join_error.is_cancelled() {
+                Error::Transient { store, operation, key, detail }
+            } else {
+                Error::Permanent { store, operation, key, detail }
             })
         })
     }
@@ -90,7 +92,12 @@ impl ObjectStore for FsStore {
         &self.inner.label
     }
 
-    async fn list(&self, prefix: &str, continuation: Option<&str>, page_size: u32) -> Result<ListPage> {
+    async fn list(
+        &self,
+        prefix: &str,
+        continuation: Option<&str>,
+        page_size: u32,
+    ) -> Result<ListPage> {
         let continuation = continuation.map(str::to_owned);
         self.blocking(Operation::List, prefix, move |inner, ctx| {
             inner.list(ctx, continuation.as_deref(), clamp_page_size(page_size))
@@ -117,13 +124,17 @@ impl ObjectStore for FsStore {
     }
 
     async fn put(&self, key: &str, body: Vec<u8>) -> Result<()> {
-        self.blocking(Operation::Put, key, move |inner, ctx| inner.write(ctx, &body, Publish::Rename))
-            .await
+        self.blocking(Operation::Put, key, move |inner, ctx| {
+            inner.write(ctx, &body, Publish::Rename)
+        })
+        .await
     }
 
     async fn create(&self, key: &str, body: Vec<u8>) -> Result<()> {
-        self.blocking(Operation::Create, key, move |inner, ctx| inner.write(ctx, &body, Publish::Link))
-            .await
+        self.blocking(Operation::Create, key, move |inner, ctx| {
+            inner.write(ctx, &body, Publish::Link)
+        })
+        .await
     }
 
     async fn delete(&self, key: &str) -> Result<()> {
@@ -321,8 +332,9 @@ impl Inner {
         let (file, total_size) = self.open_object(ctx)?;
         let start = range.start.min(total_size);
         let end = range.end.min(total_size);
-        let length = usize::try_from(end - start)
-            .map_err(|_| ctx.permanent(format!("range of {} bytes does not fit in memory", end - start)))?;
+        let length = usize::try_from(end - start).map_err(|_| {
+            ctx.permanent(format!("range of {} bytes does not fit in memory", end - start))
+        })?;
         let mut bytes = vec![0; length];
         file.read_exact_at(&mut bytes, start).map_err(|error| match error.kind() {
             // Objects are replaced by rename, never truncated in place; a short read means
@@ -441,7 +453,11 @@ fn walk(
             tracing::debug!(store = ctx.store, base, "skipping a file name that is not UTF-8");
             continue;
         };
-        if name == "." || name == ".." || name.starts_with(TEMP_PREFIX) || !name.starts_with(partial) {
+        if name == "."
+            || name == ".."
+            || name.starts_with(TEMP_PREFIX)
+            || !name.starts_with(partial)
+        {
             continue;
         }
         let key = format!("{base}{name}");
@@ -462,7 +478,8 @@ fn walk(
                 };
                 walk(ctx, &child, &format!("{key}/"), "", out)?;
             }
-            FileType::RegularFile => match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            FileType::RegularFile => match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            {
                 Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
                     out.push(ObjectMeta { key, size: size_of(&stat) });
                 }
@@ -473,4 +490,44 @@ fn walk(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn classify(errno: Errno) -> Error {
+        Ctx { store: "pvc:/archive", operation: Operation::List, key: "binlogs/" }.errno(errno)
+    }
+
+    #[test]
+    fn permission_errors_carry_the_errno_for_the_remedy() {
+        // Tests run as root, which bypasses EACCES; the classification is checked here.
+        let error = classify(Errno::ACCESS);
+        assert_eq!(error.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(error.denial(), Some(&Denial::Filesystem { errno: 13, name: "EACCES" }));
+        assert_eq!(
+            error.to_string(),
+            r#"list "binlogs/" in pvc:/archive: permission denied: EACCES (errno 13)"#
+        );
+        assert_eq!(
+            classify(Errno::PERM).denial(),
+            Some(&Denial::Filesystem { errno: 1, name: "EPERM" })
+        );
+        assert_eq!(classify(Errno::ROFS).kind(), ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn io_failures_are_transient_and_the_rest_permanent() {
+        for errno in
+            [Errno::IO, Errno::INTR, Errno::AGAIN, Errno::NOSPC, Errno::STALE, Errno::TIMEDOUT]
+        {
+            assert!(classify(errno).is_transient(), "{errno:?}");
+        }
+        assert_eq!(classify(Errno::NOENT).kind(), ErrorKind::NotFound);
+        assert_eq!(classify(Errno::EXIST).kind(), ErrorKind::AlreadyExists);
+        assert_eq!(classify(Errno::NAMETOOLONG).kind(), ErrorKind::Permanent);
+        assert!(classify(Errno::IO).to_string().contains("transient error: Input/output error"));
+    }
 }

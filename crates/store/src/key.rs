@@ -101,7 +101,11 @@ pub fn validate_prefix(prefix: &str) -> Result<Prefix<'_>> {
         }
     }
     if partial.len() > MAX_SEGMENT_LEN {
-        return Err(invalid(prefix, prefix.len() - partial.len(), "path segment longer than 255 bytes"));
+        return Err(invalid(
+            prefix,
+            prefix.len() - partial.len(),
+            "path segment longer than 255 bytes",
+        ));
     }
     Ok(Prefix { directories, partial })
 }
@@ -128,7 +132,10 @@ mod tests {
     #[test]
     fn invalid_keys_name_the_byte() {
         assert_eq!(key_error(""), r#"invalid object key "" at byte 0: empty key"#);
-        assert_eq!(key_error("/a"), r#"invalid object key "/a" at byte 0: absolute key (leading `/`)"#);
+        assert_eq!(
+            key_error("/a"),
+            r#"invalid object key "/a" at byte 0: absolute key (leading `/`)"#
+        );
         assert_eq!(key_error("a//b"), r#"invalid object key "a//b" at byte 2: empty path segment"#);
         assert_eq!(key_error("a/"), r#"invalid object key "a/" at byte 2: empty path segment"#);
         assert_eq!(
@@ -154,8 +161,14 @@ mod tests {
     fn prefixes_split_into_directories_and_partial() {
         assert_eq!(validate_prefix("").unwrap(), Prefix { directories: vec![], partial: "" });
         assert_eq!(validate_prefix("man").unwrap(), Prefix { directories: vec![], partial: "man" });
-        assert_eq!(validate_prefix("a/b/").unwrap(), Prefix { directories: vec!["a", "b"], partial: "" });
-        assert_eq!(validate_prefix("a/..").unwrap(), Prefix { directories: vec!["a"], partial: ".." });
+        assert_eq!(
+            validate_prefix("a/b/").unwrap(),
+            Prefix { directories: vec!["a", "b"], partial: "" }
+        );
+        assert_eq!(
+            validate_prefix("a/..").unwrap(),
+            Prefix { directories: vec!["a"], partial: ".." }
+        );
     }
 
     #[test]
@@ -166,5 +179,26 @@ mod tests {
         assert!(error("../a").contains("at byte 0: `.` and `..`"));
         assert!(error("a\0").contains("at byte 1: NUL byte"));
         assert!(error("/").contains("at byte 0"));
+    }
+
+    proptest::proptest! {
+        /// Validation is total: any input is accepted or refused with a position inside it,
+        /// and an accepted key joins back to itself.
+        #[test]
+        fn validation_is_total(text in "[a-z./\\x00-]{0,40}|\\PC{0,40}") {
+            match validate_key(&text) {
+                Ok(segments) => {
+                    proptest::prop_assert_eq!(segments.join("/"), text.clone());
+                    proptest::prop_assert!(validate_prefix(&text).is_ok());
+                }
+                Err(Error::InvalidKey { position, .. }) => {
+                    proptest::prop_assert!(position <= text.len());
+                }
+                Err(other) => proptest::prop_assert!(false, "unexpected {other}"),
+            }
+            if let Err(Error::InvalidKey { position, .. }) = validate_prefix(&text) {
+                proptest::prop_assert!(position <= text.len());
+            }
+        }
     }
 }

@@ -61,10 +61,13 @@ pub struct Object {
 ///
 /// Contract, identical for both implementations (the integration tests run one test body
 /// against both):
-/// - `list`: keys starting with `prefix` (a plain string prefix; `a/b` matches `a/bc`), in
-///   lexicographic byte order, at most `page_size` per page (clamped to
-///   `1..=`[`MAX_PAGE_SIZE`]), continued with the returned token. A prefix with no objects
-///   (or a missing directory) is an empty page, not an error.
+/// - `list`: keys starting with `prefix` (a plain string prefix; `a/b` matches `a/bc`), at
+///   most `page_size` per page (clamped to `1..=`[`MAX_PAGE_SIZE`]), continued with the
+///   returned token; every key exactly once. A prefix with no objects (or a missing
+///   directory) is an empty page, not an error. Order: lexicographic by bytes on the
+///   filesystem store and on AWS S3, but some S3-compatible stores (SeaweedFS) walk their
+///   directory tree instead, so `a/x` may come after `a-b/y`; callers that need an order
+///   sort (as [`list_all`] does).
 /// - `get` / `get_range`: the whole object, or the bytes of `range` clipped to the object's
 ///   size (empty when `range.start >= size`), plus the total size. `NotFound` when missing.
 ///   An empty range (`start >= end`) is [`ErrorKind::InvalidRange`].
@@ -88,7 +91,11 @@ pub trait ObjectStore: Send + Sync {
 
     fn get(&self, key: &str) -> impl Future<Output = Result<Object>> + Send;
 
-    fn get_range(&self, key: &str, range: Range<u64>) -> impl Future<Output = Result<Object>> + Send;
+    fn get_range(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> impl Future<Output = Result<Object>> + Send;
 
     fn put(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<()>> + Send;
 
@@ -97,7 +104,8 @@ pub trait ObjectStore: Send + Sync {
     fn delete(&self, key: &str) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// Lists every object under `prefix`, page by page ([`MAX_PAGE_SIZE`] per page).
+/// Lists every object under `prefix`, page by page ([`MAX_PAGE_SIZE`] per page), sorted by
+/// key.
 pub async fn list_all<S: ObjectStore + ?Sized>(store: &S, prefix: &str) -> Result<Vec<ObjectMeta>> {
     let mut objects = Vec::new();
     let mut continuation: Option<String> = None;
@@ -106,7 +114,10 @@ pub async fn list_all<S: ObjectStore + ?Sized>(store: &S, prefix: &str) -> Resul
         objects.extend(page.objects);
         match page.next {
             Some(next) => continuation = Some(next),
-            None => return Ok(objects),
+            None => {
+                objects.sort_unstable_by(|left, right| left.key.cmp(&right.key));
+                return Ok(objects);
+            }
         }
     }
 }
@@ -142,7 +153,12 @@ impl ObjectStore for Store {
         }
     }
 
-    async fn list(&self, prefix: &str, continuation: Option<&str>, page_size: u32) -> Result<ListPage> {
+    async fn list(
+        &self,
+        prefix: &str,
+        continuation: Option<&str>,
+        page_size: u32,
+    ) -> Result<ListPage> {
         match self {
             Store::Fs(store) => store.list(prefix, continuation, page_size).await,
             Store::S3(store) => store.list(prefix, continuation, page_size).await,
@@ -200,7 +216,11 @@ pub(crate) fn clamp_page_size(page_size: u32) -> u32 {
 /// Rejects an empty byte range before any request is made.
 pub(crate) fn check_range(key: &str, range: &Range<u64>) -> Result<()> {
     if range.start >= range.end {
-        return Err(Error::InvalidRange { key: key.to_owned(), start: range.start, end: range.end });
+        return Err(Error::InvalidRange {
+            key: key.to_owned(),
+            start: range.start,
+            end: range.end,
+        });
     }
     Ok(())
 }

@@ -53,9 +53,9 @@ impl fmt::Display for UnsupportedReason {
             UnsupportedReason::HeaderRejected { detail } => {
                 write!(f, "the store rejected the atomic create: {detail}")
             }
-            UnsupportedReason::FirstCreateRefused => {
-                f.write_str("the store refused the atomic create of a fresh key as already existing")
-            }
+            UnsupportedReason::FirstCreateRefused => f.write_str(
+                "the store refused the atomic create of a fresh key as already existing",
+            ),
             UnsupportedReason::SecondCreateReplacedBody => {
                 f.write_str("the store refused the second create but replaced the object's body")
             }
@@ -78,15 +78,14 @@ pub async fn probe_atomic_create<S: ObjectStore + ?Sized>(
     store: &S,
     prefix: &str,
 ) -> Result<ProbeVerdict> {
-    let nonce = random_hex16()
-        .ok()
-        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
-        .ok_or_else(|| Error::Permanent {
+    let nonce = random_hex16().ok().and_then(|hex| u64::from_str_radix(&hex, 16).ok()).ok_or_else(
+        || Error::Permanent {
             store: store.describe().to_owned(),
             operation: Operation::Create,
             key: prefix.to_owned(),
             detail: "cannot read random bytes for the probe key".to_owned(),
-        })?;
+        },
+    )?;
     probe_atomic_create_with_nonce(store, prefix, nonce).await
 }
 
@@ -133,7 +132,9 @@ async fn probe_key_twice<S: ObjectStore + ?Sized>(store: &S, key: &str) -> Resul
 fn header_rejected_or(error: Error) -> Result<ProbeVerdict> {
     match error.kind() {
         ErrorKind::Unsupported | ErrorKind::Permanent => {
-            Ok(ProbeVerdict::Unsupported(UnsupportedReason::HeaderRejected { detail: error.to_string() }))
+            Ok(ProbeVerdict::Unsupported(UnsupportedReason::HeaderRejected {
+                detail: error.to_string(),
+            }))
         }
         _ => Err(error),
     }
@@ -174,9 +175,12 @@ mod tests {
             let (operation, key) = (Operation::Create, key.to_owned());
             match kind {
                 ErrorKind::AlreadyExists => Error::AlreadyExists { store, operation, key },
-                ErrorKind::Unsupported => {
-                    Error::Unsupported { store, operation, key, detail: "S3 501 NotImplemented".into() }
-                }
+                ErrorKind::Unsupported => Error::Unsupported {
+                    store,
+                    operation,
+                    key,
+                    detail: "S3 501 NotImplemented".into(),
+                },
                 _ => Error::Transient { store, operation, key, detail: "S3 503 SlowDown".into() },
             }
         }
@@ -249,8 +253,14 @@ mod tests {
 
     #[test]
     fn probe_key_is_under_the_prefix() {
-        assert_eq!(probe_key("prod/binlogs", 0xab).unwrap(), "prod/binlogs/.bloodraven-cas-probe-00000000000000ab");
-        assert_eq!(probe_key("prod/binlogs/", 1).unwrap(), "prod/binlogs/.bloodraven-cas-probe-0000000000000001");
+        assert_eq!(
+            probe_key("prod/binlogs", 0xab).unwrap(),
+            "prod/binlogs/.bloodraven-cas-probe-00000000000000ab"
+        );
+        assert_eq!(
+            probe_key("prod/binlogs/", 1).unwrap(),
+            "prod/binlogs/.bloodraven-cas-probe-0000000000000001"
+        );
         assert_eq!(probe_key("", 1).unwrap(), ".bloodraven-cas-probe-0000000000000001");
         assert_eq!(probe_key("/x", 1).unwrap_err().kind(), ErrorKind::InvalidKey);
     }
@@ -271,9 +281,10 @@ mod tests {
         assert_eq!(
             verdict.unwrap(),
             unsupported(UnsupportedReason::HeaderRejected {
-                detail: "create \"prod/binlogs/.bloodraven-cas-probe-0000000000001234\" in memory: \
+                detail:
+                    "create \"prod/binlogs/.bloodraven-cas-probe-0000000000001234\" in memory: \
                          not supported by the store: S3 501 NotImplemented"
-                    .into()
+                        .into()
             })
         );
         let (verdict, left) = probe(Behaviour::RefusesButReplaces).await;

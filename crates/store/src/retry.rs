@@ -148,7 +148,11 @@ mod tests {
         let calls = AtomicU32::new(0);
         let result: Result<()> = retry_transient(RetryPolicy::ARCHIVE, || async {
             calls.fetch_add(1, Ordering::SeqCst);
-            Err(Error::NotFound { store: "test".into(), operation: Operation::Get, key: "k".into() })
+            Err(Error::NotFound {
+                store: "test".into(),
+                operation: Operation::Get,
+                key: "k".into(),
+            })
         })
         .await;
         assert_eq!(result.unwrap_err().kind(), ErrorKind::NotFound);

@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_config::BehaviorVersion;
-use aws_config::meta::region::RegionProviderChain;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::{Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation};
+use aws_sdk_s3::config::{
+    Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_smithy_http_client::tls;
@@ -78,7 +79,11 @@ pub struct S3Config {
 impl S3Config {
     /// A configuration with path style on and the default timeouts (connect 10 s, first
     /// response byte 60 s).
-    pub fn new(bucket: impl Into<String>, prefix: impl Into<String>, credentials: S3Credentials) -> Self {
+    pub fn new(
+        bucket: impl Into<String>,
+        prefix: impl Into<String>,
+        credentials: S3Credentials,
+    ) -> Self {
         S3Config {
             bucket: bucket.into(),
             prefix: prefix.into(),
@@ -144,10 +149,12 @@ impl S3Store {
             .http_client(http)
             .retry_config(RetryConfig::disabled())
             .timeout_config(timeouts);
-        loader = match &config.region {
-            Some(region) => loader.region(Region::new(region.clone())),
-            None => loader.region(RegionProviderChain::default_provider().or_else(DEFAULT_REGION)),
-        };
+        // Without a configured region the loader's default chain (environment, profile,
+        // IMDS) runs with the loader's HTTP client; a chain built on its own here would have
+        // none (aws-config's default HTTPS client is disabled) and panics on first use.
+        if let Some(region) = &config.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
         if let S3Credentials::Static { access_key_id, secret_access_key, session_token } =
             &config.credentials
         {
@@ -160,10 +167,14 @@ impl S3Store {
             ));
         }
         let shared = loader.load().await;
+        let region_found = shared.region().is_some();
         let mut builder = aws_sdk_s3::config::Builder::from(&shared)
             .force_path_style(config.force_path_style)
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
             .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
+        if !region_found {
+            builder = builder.region(Region::new(DEFAULT_REGION));
+        }
         if let Some(endpoint) = &config.endpoint {
             builder = builder.endpoint_url(endpoint);
         }
@@ -234,10 +245,14 @@ impl S3Store {
             .body
             .collect()
             .await
-            .map_err(|error| ctx.transient(format!("reading the body: {}", DisplayErrorContext(&error))))?
+            .map_err(|error| {
+                ctx.transient(format!("reading the body: {}", DisplayErrorContext(&error)))
+            })?
             .into_bytes();
         let total_size = match total_size {
             Some(total) => total,
+            // `Content-Range: bytes 0-9/*`: the size is unknown to the answer; ask for it.
+            None if ranged_answer => self.head(key).await?.size,
             // A store that ignored the Range header and sent the whole object.
             None => bytes.len() as u64,
         };
@@ -278,6 +293,7 @@ pub(crate) fn parse_content_range_total(content_range: &str) -> Option<u64> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum S3Class {
     NotFound,
+    BucketMissing,
     PreconditionFailed,
     Denied,
     RangeNotSatisfiable,
@@ -290,17 +306,33 @@ pub(crate) enum S3Class {
 /// more than on codes.
 pub(crate) fn classify(status: u16, code: Option<&str>) -> S3Class {
     match code {
-        Some("NoSuchKey" | "NoSuchBucket" | "NotFound") => return S3Class::NotFound,
+        Some("NoSuchBucket") => return S3Class::BucketMissing,
+        Some("NoSuchKey" | "NotFound") => return S3Class::NotFound,
         Some("PreconditionFailed") => return S3Class::PreconditionFailed,
         Some(
-            "AccessDenied" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "AllAccessDisabled"
-            | "AccountProblem" | "InvalidToken" | "ExpiredToken" | "TokenRefreshRequired"
-            | "InvalidSecurity" | "MissingSecurityHeader",
+            "AccessDenied"
+            | "InvalidAccessKeyId"
+            | "SignatureDoesNotMatch"
+            | "AllAccessDisabled"
+            | "AccountProblem"
+            | "InvalidToken"
+            | "ExpiredToken"
+            | "TokenRefreshRequired"
+            | "InvalidSecurity"
+            | "MissingSecurityHeader",
         ) => return S3Class::Denied,
         Some(
-            "SlowDown" | "RequestTimeout" | "InternalError" | "ServiceUnavailable" | "Throttling"
-            | "ThrottlingException" | "RequestThrottled" | "RequestTimeTooSkewed"
-            | "ConditionalRequestConflict" | "OperationAborted" | "RequestLimitExceeded",
+            "SlowDown"
+            | "RequestTimeout"
+            | "InternalError"
+            | "ServiceUnavailable"
+            | "Throttling"
+            | "ThrottlingException"
+            | "RequestThrottled"
+            | "RequestTimeTooSkewed"
+            | "ConditionalRequestConflict"
+            | "OperationAborted"
+            | "RequestLimitExceeded",
         ) => return S3Class::Transient,
         Some("NotImplemented") => return S3Class::Unsupported,
         Some("InvalidRange") => return S3Class::RangeNotSatisfiable,
@@ -352,6 +384,9 @@ impl Ctx<'_> {
                 };
                 match classify(status, code.as_deref()) {
                     S3Class::NotFound => Error::NotFound { store, operation, key },
+                    S3Class::BucketMissing => {
+                        Error::BucketNotFound { store, operation, detail: summary }
+                    }
                     S3Class::PreconditionFailed if operation == Operation::Create => {
                         Error::AlreadyExists { store, operation, key }
                     }
@@ -359,11 +394,13 @@ impl Ctx<'_> {
                         let denial = Denial::S3 { status, code, message };
                         Error::PermissionDenied { store, operation, key, denial }
                     }
-                    S3Class::Transient => Error::Transient { store, operation, key, detail: summary },
-                    S3Class::Unsupported => Error::Unsupported { store, operation, key, detail: summary },
-                    S3Class::RangeNotSatisfiable => {
-                        Error::InvalidRange { key, start: 0, end: 0 }
+                    S3Class::Transient => {
+                        Error::Transient { store, operation, key, detail: summary }
                     }
+                    S3Class::Unsupported => {
+                        Error::Unsupported { store, operation, key, detail: summary }
+                    }
+                    S3Class::RangeNotSatisfiable => Error::InvalidRange { key, start: 0, end: 0 },
                     S3Class::PreconditionFailed | S3Class::Permanent => {
                         Error::Permanent { store, operation, key, detail: summary }
                     }
@@ -376,7 +413,9 @@ impl Ctx<'_> {
                 Error::Permanent { store, operation, key, detail }
             }
             SdkError::DispatchFailure(_) => Error::Transient { store, operation, key, detail },
-            SdkError::ConstructionFailure(_) => Error::InvalidConfig { detail: format!("{store}: {detail}") },
+            SdkError::ConstructionFailure(_) => {
+                Error::InvalidConfig { detail: format!("{store}: {detail}") }
+            }
             _ => Error::Permanent { store, operation, key, detail },
         }
     }
@@ -387,10 +426,19 @@ impl ObjectStore for S3Store {
         &self.inner.label
     }
 
-    async fn list(&self, prefix: &str, continuation: Option<&str>, page_size: u32) -> Result<ListPage> {
+    async fn list(
+        &self,
+        prefix: &str,
+        continuation: Option<&str>,
+        page_size: u32,
+    ) -> Result<ListPage> {
         let ctx = self.ctx(Operation::List, prefix);
         validate_prefix(prefix)?;
-        let root_slash = if self.inner.root.is_empty() { String::new() } else { format!("{}/", self.inner.root) };
+        let root_slash = if self.inner.root.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.inner.root)
+        };
         let full_prefix = format!("{root_slash}{prefix}");
         let max_keys = i32::try_from(clamp_page_size(page_size)).unwrap_or(1000);
         let mut request =
@@ -435,7 +483,8 @@ impl ObjectStore for S3Store {
             .send()
             .await
             .map_err(|error| ctx.sdk(error))?;
-        let size = output.content_length().and_then(|length| u64::try_from(length).ok()).unwrap_or(0);
+        let size =
+            output.content_length().and_then(|length| u64::try_from(length).ok()).unwrap_or(0);
         Ok(ObjectMeta { key: key.to_owned(), size })
     }
 
@@ -478,7 +527,7 @@ mod tests {
         use S3Class::*;
         let cases: &[(u16, Option<&str>, S3Class)] = &[
             (404, Some("NoSuchKey"), NotFound),
-            (404, Some("NoSuchBucket"), NotFound),
+            (404, Some("NoSuchBucket"), BucketMissing),
             (404, None, NotFound),
             (412, Some("PreconditionFailed"), PreconditionFailed),
             (412, None, PreconditionFailed),

@@ -61,7 +61,7 @@ pub enum HarnessError {
     #[error("weed mini exited during startup ({status}); its log:\n{log}")]
     Exited { status: String, log: String },
     #[error("creating bucket {bucket:?}: {source}")]
-    Bucket { bucket: String, source: Error },
+    Bucket { bucket: String, source: Box<Error> },
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
@@ -160,6 +160,8 @@ impl SeaweedFs {
             .arg("-s3.port.iceberg=0")
             .arg("-s3.port.lance=0")
             .arg("-master.telemetry=false")
+            // As on AWS: a write to a missing bucket fails instead of creating it.
+            .arg("-s3.autoCreateBucket=false")
             .arg(format!("-filer.localSocket={}", dir.path().join("filer.sock").display()))
             .arg(format!("-s3.localSocket={}", dir.path().join("s3.sock").display()));
         for (flag, port) in PORT_FLAGS.iter().zip(&ports) {
@@ -231,13 +233,16 @@ impl SeaweedFs {
             secret_access_key: SECRET_KEY.to_owned(),
             session_token: None,
         };
-        S3Config::new(bucket, prefix, credentials).with_endpoint(&self.endpoint).with_region("us-east-1")
+        S3Config::new(bucket, prefix, credentials)
+            .with_endpoint(&self.endpoint)
+            .with_region("us-east-1")
     }
 
     /// Creates `bucket` (retrying for at most 30 s while the server finishes starting) and
     /// returns a store on it under `prefix`.
     pub async fn bucket_store(&self, bucket: &str, prefix: &str) -> Result<S3Store, HarnessError> {
-        let bucket_error = |source| HarnessError::Bucket { bucket: bucket.to_owned(), source };
+        let bucket_error =
+            |source| HarnessError::Bucket { bucket: bucket.to_owned(), source: Box::new(source) };
         let store = S3Store::connect(self.config(bucket, prefix)).await.map_err(bucket_error)?;
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         loop {
@@ -245,8 +250,12 @@ impl SeaweedFs {
             match created {
                 Ok(_) => return Ok(store),
                 Err(error) => {
-                    let code = aws_sdk_s3::error::ProvideErrorMetadata::code(&error).map(str::to_owned);
-                    if matches!(code.as_deref(), Some("BucketAlreadyOwnedByYou" | "BucketAlreadyExists")) {
+                    let code =
+                        aws_sdk_s3::error::ProvideErrorMetadata::code(&error).map(str::to_owned);
+                    if matches!(
+                        code.as_deref(),
+                        Some("BucketAlreadyOwnedByYou" | "BucketAlreadyExists")
+                    ) {
                         return Ok(store);
                     }
                     if tokio::time::Instant::now() >= deadline {

@@ -297,7 +297,8 @@ impl MariaDb {
 
     /// Runs SQL read from a file (for scripts too long for the command line).
     pub fn sql_file(&self, path: &Path) -> Result<String> {
-        let file = std::fs::File::open(path).map_err(io_error(format!("opening {}", path.display())))?;
+        let file =
+            std::fs::File::open(path).map_err(io_error(format!("opening {}", path.display())))?;
         let mut command = self.client_command();
         let mut child = command
             .stdin(file)
@@ -329,7 +330,10 @@ impl MariaDb {
             if Instant::now() >= deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(Error::Timeout { what: format!("mariadb < {}", path.display()), timeout: SQL_TIMEOUT * 5 });
+                return Err(Error::Timeout {
+                    what: format!("mariadb < {}", path.display()),
+                    timeout: SQL_TIMEOUT * 5,
+                });
             }
             thread::sleep(Duration::from_millis(20));
         };
@@ -373,7 +377,11 @@ impl MariaDb {
     pub fn shutdown(&mut self, timeout: Duration) -> Result<()> {
         let Some(mut child) = self.child.take() else { return Ok(()) };
         let pid = child.id().to_string();
-        let term = run_bounded(Command::new("kill").args(["-TERM", &pid]), "kill -TERM", Duration::from_secs(10));
+        let term = run_bounded(
+            Command::new("kill").args(["-TERM", &pid]),
+            "kill -TERM",
+            Duration::from_secs(10),
+        );
         let deadline = Instant::now() + timeout;
         loop {
             if child.try_wait().map_err(io_error("waiting for mariadbd"))?.is_some() {
@@ -413,7 +421,8 @@ fn running_as_root() -> bool {
         .ok()
         .and_then(|status| {
             status.lines().find_map(|line| {
-                line.strip_prefix("Uid:").and_then(|ids| ids.split_whitespace().next().map(|id| id == "0"))
+                line.strip_prefix("Uid:")
+                    .and_then(|ids| ids.split_whitespace().next().map(|id| id == "0"))
             })
         })
         .unwrap_or(false)
@@ -443,4 +452,45 @@ fn write_config(root: &Path, port: u16, options: &MariaDbOptions) -> Result<()> 
         config.push('\n');
     }
     std::fs::write(root.join("my.cnf"), config).map_err(io_error("writing my.cnf"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_names_the_test_script() {
+        let err =
+            program("BLOODRAVEN_TESTKIT_NO_SUCH_VAR", &["bloodraven-no-such-program"]).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("scripts/test.sh"), "{message}");
+        assert!(message.contains("BLOODRAVEN_TESTKIT_NO_SUCH_VAR"), "{message}");
+    }
+
+    #[test]
+    fn commands_are_bounded_in_time() {
+        let started = Instant::now();
+        let err = run_bounded(Command::new("sleep").arg("30"), "sleep", Duration::from_millis(200))
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let out =
+            run_checked(Command::new("echo").arg("hi"), "echo", Duration::from_secs(10)).unwrap();
+        assert_eq!(out, b"hi\n");
+        let err =
+            run_checked(&mut Command::new("false"), "false", Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(err, Error::CommandFailed { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_server_starts_runs_sql_and_is_removed_on_drop() {
+        let server = MariaDb::start().unwrap();
+        assert_eq!(server.sql("SELECT 1 + 1").unwrap(), "2\n");
+        let dir = server.binlog_dir();
+        assert!(server.binlog_files().unwrap()[0].starts_with(&dir));
+        let socket = server.socket();
+        drop(server);
+        assert!(!socket.exists());
+        assert!(!dir.exists());
+    }
 }

@@ -6,6 +6,10 @@
 //! - `fixtures`: the committed MySQL-format files under `test_data/`.
 //! - `mariadb`: binlogs written by a real MariaDB server, checked against `mariadb-binlog`.
 
+// Helpers outside #[test] functions unwrap too: clippy.toml's allow-unwrap-in-tests
+// covers only the test functions themselves, and a failing unwrap is a clear test failure.
+#![allow(clippy::unwrap_used)]
+
 mod corruption;
 mod fixtures;
 mod mariadb;

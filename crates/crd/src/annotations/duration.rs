@@ -393,8 +393,14 @@ mod tests {
         parses_to("3h30m", (3 * HOUR + 30 * MINUTE) as i64);
         parses_to("10.5s4m", (4 * MINUTE + 10 * SECOND + 500 * MILLISECOND) as i64);
         parses_to("-2m3.4s", -((2 * MINUTE + 3 * SECOND + 400 * MILLISECOND) as i64));
-        parses_to("1h2m3s4ms5us6ns", (HOUR + 2 * MINUTE + 3 * SECOND + 4 * MILLISECOND + 5 * MICROSECOND + 6) as i64);
-        parses_to("39h9m14.425s", (39 * HOUR + 9 * MINUTE + 14 * SECOND + 425 * MILLISECOND) as i64);
+        parses_to(
+            "1h2m3s4ms5us6ns",
+            (HOUR + 2 * MINUTE + 3 * SECOND + 4 * MILLISECOND + 5 * MICROSECOND + 6) as i64,
+        );
+        parses_to(
+            "39h9m14.425s",
+            (39 * HOUR + 9 * MINUTE + 14 * SECOND + 425 * MILLISECOND) as i64,
+        );
         parses_to("52763797000ns", 52_763_797_000);
         parses_to("0.3333333333333333333h", 20 * MINUTE as i64);
         parses_to("9007199254740993ns", (1 << 53) + 1);
@@ -473,7 +479,10 @@ mod tests {
     #[test]
     fn converts_to_and_from_std() {
         assert_eq!(Duration::from_nanos(-1).to_std(), None);
-        assert_eq!(Duration::from_secs(2).unwrap().to_std(), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(
+            Duration::from_secs(2).unwrap().to_std(),
+            Some(std::time::Duration::from_secs(2))
+        );
         assert_eq!(Duration::from_std(std::time::Duration::MAX), None);
         assert_eq!(Duration::from_secs(i64::MAX), None);
     }

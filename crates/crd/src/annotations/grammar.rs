@@ -249,12 +249,8 @@ impl Action {
     pub fn pairs(&self) -> impl Iterator<Item = Pair<'_>> {
         let mut start = self.subject.len() + 1;
         self.pairs.iter().map(move |(key, value)| {
-            let pair = Pair {
-                key,
-                value,
-                key_position: start,
-                value_position: start + key.len() + 1,
-            };
+            let pair =
+                Pair { key, value, key_position: start, value_position: start + key.len() + 1 };
             start += key.len() + value.len() + 2;
             pair
         })
@@ -313,15 +309,22 @@ mod tests {
         let action = Action::parse("pdx:maxLagWait=30s").unwrap();
         assert_eq!(action.subject(), "pdx");
         let pair = action.get("maxLagWait").unwrap();
-        assert_eq!((pair.key, pair.value, pair.key_position, pair.value_position), ("maxLagWait", "30s", 4, 15));
+        assert_eq!(
+            (pair.key, pair.value, pair.key_position, pair.value_position),
+            ("maxLagWait", "30s", 4, 15)
+        );
 
         let text = "fra:confirm=orders:uid=1f2e-33:gtidPrefix=3e11fa47-71ca-11e1-9e33-c80aa9429562";
         let action = Action::parse(text).unwrap();
         assert_eq!(action.to_string(), text);
-        let positions: Vec<_> = action.pairs().map(|p| (p.key, p.key_position, p.value_position)).collect();
+        let positions: Vec<_> =
+            action.pairs().map(|p| (p.key, p.key_position, p.value_position)).collect();
         assert_eq!(positions, [("confirm", 4, 12), ("uid", 19, 23), ("gtidPrefix", 31, 42)]);
         for pair in action.pairs() {
-            assert_eq!(&text[pair.value_position..pair.value_position + pair.value.len()], pair.value);
+            assert_eq!(
+                &text[pair.value_position..pair.value_position + pair.value.len()],
+                pair.value
+            );
         }
     }
 
@@ -343,8 +346,14 @@ mod tests {
             (4, ActionErrorKind::MissingEquals { pair: "maxLagWait".into() })
         );
         assert_eq!(refused("pdx:=5s"), (4, ActionErrorKind::EmptyKey));
-        assert_eq!(refused("pdx:max-lag=5s"), (7, ActionErrorKind::InvalidKeyCharacter { found: '-' }));
-        assert_eq!(refused("pdx:maxLagWait="), (15, ActionErrorKind::EmptyValue { key: "maxLagWait".into() }));
+        assert_eq!(
+            refused("pdx:max-lag=5s"),
+            (7, ActionErrorKind::InvalidKeyCharacter { found: '-' })
+        );
+        assert_eq!(
+            refused("pdx:maxLagWait="),
+            (15, ActionErrorKind::EmptyValue { key: "maxLagWait".into() })
+        );
         assert_eq!(
             refused("pdx:a=b=c"),
             (7, ActionErrorKind::InvalidValueCharacter { key: "a".into(), found: '=' })
@@ -375,7 +384,10 @@ mod tests {
         assert_eq!(Action::parse(&action.to_string()).unwrap(), action);
 
         let err = action.clone().with_pair("maxLagWait", "1s").unwrap_err();
-        assert_eq!((err.position, err.kind), (19, ActionErrorKind::DuplicateKey { key: "maxLagWait".into() }));
+        assert_eq!(
+            (err.position, err.kind),
+            (19, ActionErrorKind::DuplicateKey { key: "maxLagWait".into() })
+        );
         assert_eq!(err.input, "pdx:maxLagWait=30s:maxLagWait=1s");
         let err = action.clone().with_pair("a", "x:y").unwrap_err();
         assert_eq!(err.position, 22);

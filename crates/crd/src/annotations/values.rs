@@ -143,9 +143,9 @@ fn required<'a>(
     action: &'a Action,
     key: &'static str,
 ) -> Result<super::grammar::Pair<'a>, ValueError> {
-    action
-        .get(key)
-        .ok_or_else(|| ValueError::new(annotation, input, input.len(), ValueErrorKind::MissingKey { key }))
+    action.get(key).ok_or_else(|| {
+        ValueError::new(annotation, input, input.len(), ValueErrorKind::MissingKey { key })
+    })
 }
 
 /// A UTC time to the second, written `YYYYMMDDThhmmssZ` (`20260420T143209Z`).
@@ -161,9 +161,8 @@ impl CompactTime {
 
     /// `timestamp` cut to the whole second below it; `None` before year 0000.
     pub fn truncating(timestamp: Timestamp) -> Option<CompactTime> {
-        let floor = jiff::TimestampRound::new()
-            .smallest(jiff::Unit::Second)
-            .mode(jiff::RoundMode::Floor);
+        let floor =
+            jiff::TimestampRound::new().smallest(jiff::Unit::Second).mode(jiff::RoundMode::Floor);
         timestamp.round(floor).ok().and_then(CompactTime::new)
     }
 
@@ -180,9 +179,10 @@ impl CompactTime {
         }
         let number = |range: std::ops::Range<usize>| -> Option<i32> {
             let digits = &bytes[range];
-            digits.iter().all(u8::is_ascii_digit).then(|| {
-                digits.iter().fold(0i32, |acc, digit| acc * 10 + i32::from(digit - b'0'))
-            })
+            digits
+                .iter()
+                .all(u8::is_ascii_digit)
+                .then(|| digits.iter().fold(0i32, |acc, digit| acc * 10 + i32::from(digit - b'0')))
         };
         let datetime = DateTime::new(
             i16::try_from(number(0..4)?).ok()?,
@@ -231,7 +231,8 @@ impl PlannedFailoverRequest {
 
     /// A request to move the primary role to `target_site`.
     pub fn new(target_site: impl Into<String>) -> Result<PlannedFailoverRequest, ValueError> {
-        let action = Action::new(target_site).map_err(|e| ValueError::syntax(PLANNED_FAILOVER, e))?;
+        let action =
+            Action::new(target_site).map_err(|e| ValueError::syntax(PLANNED_FAILOVER, e))?;
         Ok(PlannedFailoverRequest { target_site: action.subject().to_owned(), max_lag_wait: None })
     }
 
@@ -354,8 +355,8 @@ pub struct HoldAcknowledgement {
 impl HoldAcknowledgement {
     /// An acknowledgement of the hold of run `run_id`.
     pub fn new(run_id: impl Into<String>) -> Result<HoldAcknowledgement, ValueError> {
-        let action =
-            Action::new(run_id).map_err(|e| ValueError::syntax(ACKNOWLEDGE_PLANNED_FAILOVER_HOLD, e))?;
+        let action = Action::new(run_id)
+            .map_err(|e| ValueError::syntax(ACKNOWLEDGE_PLANNED_FAILOVER_HOLD, e))?;
         Ok(HoldAcknowledgement { run_id: action.subject().to_owned() })
     }
 
@@ -417,7 +418,10 @@ impl RecloneRequest {
     }
 
     /// This request with the divergent source's UUID.
-    pub fn with_gtid_prefix(mut self, uuid: impl Into<String>) -> Result<RecloneRequest, ValueError> {
+    pub fn with_gtid_prefix(
+        mut self,
+        uuid: impl Into<String>,
+    ) -> Result<RecloneRequest, ValueError> {
         self.gtid_prefix = None;
         let action = Action::parse(&self.to_string())
             .and_then(|a| a.with_pair(Self::KEY_GTID_PREFIX, uuid))

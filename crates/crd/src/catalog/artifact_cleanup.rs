@@ -7,7 +7,8 @@ use super::{
 };
 
 /// Where a blocked cleanup leaves the backup.
-const TERMINATING: &str = "The MysqlBackup stays Terminating with its finalizer; the artifact is still in storage.";
+const TERMINATING: &str =
+    "The MysqlBackup stays Terminating with its finalizer; the artifact is still in storage.";
 
 pub(super) static REASONS: &[Entry] = &[
     entry(
@@ -55,7 +56,7 @@ pub(super) static REASONS: &[Entry] = &[
     entry(
         "DestinationMismatch",
         Never,
-        "status.artifactStorage.location fails the identity checks (last segment not the backup name, outside the recorded bucket or /backups, or unlike what the producing Job wrote), so cleanup could delete another backup's data.",
+        "The recorded status.artifactStorage.location fails the identity checks (last segment not the backup name, outside the recorded bucket or /backups, or unlike what the producing Job wrote), so cleanup could delete another backup's data.",
         TERMINATING,
         "Inspect storage, delete the artifact by hand if it still exists, then remove the bloodraven.shipstream.io/mysqlbackup finalizer. Never remove the finalizer while the artifact is still there.",
     ),

@@ -34,7 +34,7 @@ pub(super) static REFUSALS: &[Entry] = &[
     entry(
         "PITRArchiveDestinationShared",
         Never,
-        "pointInTime.archiveProfileName resolves (after normalization) to the restored group's own active PITR destination, so the new group would write into the archive it restores from.",
+        "The restore's pointInTime.archiveProfileName resolves (after normalization) to the restored group's own active PITR destination, so the new group would write into the archive it restores from.",
         "No Job was created (RestoreBuildFailed Event); the restore failed.",
         "Give spec.backup.pitr a profile on its own prefix, distinct from the archive profile. spec.initFromBackup is fixed at creation, so recreate the group if the block itself must change.",
     ),
@@ -230,7 +230,7 @@ pub(super) static REFUSALS: &[Entry] = &[
     entry(
         "PITRExcludeIntersectsBackup",
         Never,
-        "excludeGtids names transactions the backup already holds; a dump cannot be partly excluded.",
+        "The restore's excludeGtids names transactions the backup already holds; a dump cannot be partly excluded.",
         REFUSED_RESTORE,
         "Remove those GTIDs from excludeGtids, or use a backup taken before them or on another site.",
     ),
@@ -251,7 +251,7 @@ pub(super) static REFUSALS: &[Entry] = &[
     entry(
         "PITRReplayFailed",
         Sometimes,
-        "mysqlbinlog or mysql failed while streaming a segment, or a proof session could not be opened or read (the message carries BLOODRAVEN_PITR_FAILED and the segment).",
+        "The mysqlbinlog or mysql process failed while streaming a segment, or a proof session could not be opened or read (the message carries BLOODRAVEN_PITR_FAILED and the segment).",
         REFUSED_RESTORE,
         "Read the failing statement in the Job log (mysql reads ahead: it may be from an earlier segment). Empty the target and retry once the cause is fixed.",
     ),
@@ -491,21 +491,21 @@ pub(super) static HISTORY_VIOLATIONS: &[Entry] = &[
     entry(
         "BinlogFormat",
         Never,
-        "binlog_format is not ROW.",
+        "The server's binlog_format is not ROW.",
         "The site's history-integrity marker is set: it uploads nothing to this prefix again.",
         "Set binlog_format=ROW (remove the out-of-band change), then use a new prefix and take a full backup.",
     ),
     entry(
         "BinlogRowImage",
         Never,
-        "binlog_row_image is not FULL.",
+        "The server's binlog_row_image is not FULL.",
         "The site's history-integrity marker is set: it uploads nothing to this prefix again.",
         "Set binlog_row_image=FULL, then use a new prefix and take a full backup.",
     ),
     entry(
         "CommitOrder",
         Never,
-        "replica_preserve_commit_order is not ON (the operator owns it, so something changed it out of band).",
+        "The server's replica_preserve_commit_order is not ON (the operator owns it, so something changed it out of band).",
         "The site's history-integrity marker is set: it uploads nothing to this prefix again.",
         "Find and undo the out-of-band change, then use a new prefix and take a full backup.",
     ),

@@ -125,7 +125,7 @@ pub(super) static OUTCOMES: &[Entry] = &[
     entry(
         "PromotedUnconfirmed",
         Sometimes,
-        "super_read_only=OFF may have reached the target, but the run lost the target or could not confirm the promotion. lastFailover is not stamped, so no cooldown starts.",
+        "A SET super_read_only=OFF may have reached the target, but the run lost the target or could not confirm the promotion. lastFailover is not stamped, so no cooldown starts.",
         "The source stays fenced. The target may be writable and serving nobody (DNS never moved), or read-only. The target is named the last failover target (unless a failover was recorded during the run, or ManagerUnavailable).",
         "Read read_only, super_read_only and gtid_executed on source and target. Target writable and source fenced: the manager adopts the target; verify DNS. Both read-only: the re-assert or emergency failover decides. Both writable: split brain, follow the split-brain runbook.",
     ),
@@ -133,7 +133,7 @@ pub(super) static OUTCOMES: &[Entry] = &[
         "ManualRecoveryRequired",
         Never,
         "The run may have written to the target and cannot explain what it found: a foreign writable site, transactions on the target outside the fenced set, a writable target with a channel, or a replaced server after a possible write.",
-        "status.plannedFailoverHold and AutomaticFailoverHeld=True: emergency failover, split-brain resolution, re-assert, ordered updates, DNS reconcile and Dragonfly promotion are held. Writes continue on whichever site is writable.",
+        "An automation hold (status.plannedFailoverHold, AutomaticFailoverHeld=True): emergency failover, split-brain resolution, re-assert, ordered updates, DNS reconcile and Dragonfly promotion are held. Writes continue on whichever site is writable.",
         "Resolve the sites by hand (find the writable site and the one with the acknowledged writes), then acknowledge with the runID: kubectl bloodraven ack-planned-failover-hold <group>.",
     ),
 ];

@@ -207,21 +207,21 @@ pub(super) static RESTORE_IN_PLACE: &[Entry] = &[
     entry(
         "RestoreInPlaceConfirmRebound",
         NothingToClear,
-        "confirm was bumped before the Job was created: the run in progress continues under the new confirm (recorded as runConfirm) with the current spec.",
+        "The confirm was bumped before the Job was created: the run in progress continues under the new confirm (recorded as runConfirm) with the current spec.",
         "One restore runs; no second follows.",
         "Nothing.",
     ),
     entry(
         "RestoreInPlaceSpecRemoved",
         Clears,
-        "spec.restoreInPlace was removed while the Job was running; the Job is never interrupted and the fence, freeze and guards stay up until it finishes.",
+        "The spec.restoreInPlace field was removed while the Job was running; the Job is never interrupted and the fence, freeze and guards stay up until it finishes.",
         "The restore continues to its end.",
         "Nothing; the run completes normally.",
     ),
     entry(
         "RestoreOfflineFenceApplied",
         NothingToClear,
-        "offline_mode=ON is set on the primary and no session from before the fence remains.",
+        "The primary has offline_mode=ON and no session from before the fence remains.",
         "Applications without CONNECTION_ADMIN or SUPER cannot connect to the primary.",
         "Nothing.",
     ),
@@ -243,7 +243,7 @@ pub(super) static RESTORE_IN_PLACE: &[Entry] = &[
         "RestoreOfflineFenceReleaseFailed",
         Sometimes,
         "The operator cannot restore offline_mode on the primary (for example it is unreachable); it keeps retrying.",
-        "offline_mode may still be ON: applications without CONNECTION_ADMIN cannot connect.",
+        "The primary may still have offline_mode=ON: applications without CONNECTION_ADMIN cannot connect.",
         "Restore connectivity; or, once status.restoreInPlace is terminal, run SET GLOBAL offline_mode = OFF on the primary yourself.",
     ),
     entry(

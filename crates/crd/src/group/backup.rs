@@ -14,7 +14,8 @@ use crate::duration::Duration;
 use crate::open_enum::open_enum;
 
 /// Pattern of an RFC 3339 timestamp at whole-second precision with `Z` or a `±HH:MM` offset.
-pub const WHOLE_SECOND_RFC3339: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$";
+pub const WHOLE_SECOND_RFC3339: &str =
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$";
 
 /// Backups of the group.
 #[derive(KubeSchema, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -155,8 +156,12 @@ pub struct S3Storage {
 
 /// A claim destination: exactly one of `provisioned` and `claimName`.
 #[derive(KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[x_kube(validation = Rule::new("has(self.provisioned) != has(self.claimName)")
-    .message("set exactly one of pvc.provisioned and pvc.claimName"))]
+#[x_kube(
+    validation = Rule::new("has(self.provisioned) != has(self.claimName)")
+        .message("set exactly one of pvc.provisioned and pvc.claimName"),
+    validation = Rule::new("has(self.provisioned) == has(oldSelf.provisioned) && (!has(self.provisioned) || self.provisioned == oldSelf.provisioned)")
+        .message("pvc.provisioned cannot change")
+)]
 #[serde(rename_all = "camelCase")]
 pub struct PvcStorage {
     /// A claim the operator provisions as `mysql-<group>-backup-<profile>`; cannot change.
@@ -428,15 +433,22 @@ pub struct InitFromBackupSpec {
 }
 
 /// The target of a point-in-time restore.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[x_kube(validation = Rule::new("has(self.archiveProfileName)").message(
+    "pointInTime.archiveProfileName is required: name the backup profile whose PITR archive the restore reads"
+))]
 #[serde(rename_all = "camelCase")]
 pub struct PointInTimeSpec {
     /// The target T: a whole second in RFC 3339 with `Z` or a `±HH:MM` offset.
-    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"))]
+    #[schemars(regex(
+        pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+    ))]
     pub stop_time: String,
-    /// The backup profile whose PITR archive the restore reads.
+    /// The backup profile whose PITR archive the restore reads (required; optional in the type
+    /// so that the API server answers with the spec's message when it is missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
-    pub archive_profile_name: String,
+    pub archive_profile_name: Option<String>,
     /// Replay to the archive head when nothing is archived at or after the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_partial: Option<bool>,

@@ -303,6 +303,8 @@ pub struct PlannedFailoverSettings {
     pub drain_timeout: Option<Duration>,
     /// The cooldown policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // A spec enum, but status is open: an older CRD must accept a newer operator's value.
+    #[schemars(with = "Option<String>")]
     pub on_cooldown: Option<OnCooldown>,
     /// Dragonfly's knobs, when Dragonfly was enabled at acceptance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -321,6 +323,8 @@ pub struct DragonflySettings {
     pub max_sync_wait: Option<Duration>,
     /// Proceed or Fail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // A spec enum, but status is open: an older CRD must accept a newer operator's value.
+    #[schemars(with = "Option<String>")]
     pub on_sync_timeout: Option<OnSyncTimeout>,
     /// Fields a newer operator wrote that this version does not know.
     #[serde(flatten)]

@@ -150,6 +150,8 @@ pub struct PointInTimeResult {
     pub outcome: Option<PointInTimeOutcome>,
     /// Latest or Timestamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // A spec enum, but status is open: an older CRD must accept a newer operator's value.
+    #[schemars(with = "Option<String>")]
     pub mode: Option<PointInTimeMode>,
     /// The requested target.
     #[serde(default, skip_serializing_if = "Option::is_none")]

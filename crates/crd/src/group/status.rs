@@ -75,6 +75,15 @@ impl MysqlFailoverGroupStatus {
     pub fn condition(&self, type_: &crate::ConditionType) -> Option<&Condition> {
         crate::condition::find(&self.conditions, type_)
     }
+
+    /// Whether automation is held: a `plannedFailoverHold` record, or an
+    /// `AutomaticFailoverHeld=True` condition without one (which holds too, but names no run).
+    pub fn automation_held(&self) -> bool {
+        self.planned_failover_hold.is_some()
+            || self
+                .condition(&crate::ConditionType::AutomaticFailoverHeld)
+                .is_some_and(Condition::is_true)
+    }
 }
 
 open_enum! {

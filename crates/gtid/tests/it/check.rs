@@ -59,6 +59,27 @@ fn untagged_forms() {
     check("$A:1-100,\n$B:1-50", expect![[r#"$A:1-100,$B:1-50 (150 gtids)"#]]);
 }
 
+/// Text in reverse order, repeated sources and interleaved tags cost one
+/// sort, not a search per item; the result is the same canonical set.
+#[test]
+fn unordered_and_repeated_sources() {
+    let forward: Vec<String> = (1..=2000u64).map(|n| format!("{}", 2 * n)).collect();
+    let reversed: Vec<String> = forward.iter().rev().cloned().collect();
+    let text = expand(&format!("$B:{},$A:t:5,$B:x:1,$A:1", reversed.join(":")));
+    let set: GtidSet = text.parse().unwrap();
+    assert_eq!(set.count(), 2003);
+    let expected = expand(&format!("$A:1:t:5,$B:{}:x:1", forward.join(":")));
+    assert_eq!(set.to_compact_string(), expected);
+    // One entry per UUID in descending UUID order.
+    let many: Vec<String> = (0..500u32)
+        .rev()
+        .map(|n| format!("{n:08x}-0000-0000-0000-000000000000:{}", n + 1))
+        .collect();
+    let set: GtidSet = many.join(",").parse().unwrap();
+    assert_eq!(set.sources().len(), 500);
+    assert_eq!(set.sources().next().unwrap().first(), 1);
+}
+
 #[test]
 fn number_limits() {
     check("$A:9223372036854775806", expect![[r#"$A:9223372036854775806 (1 gtids)"#]]);
@@ -83,6 +104,16 @@ fn number_limits() {
         expect![[
             r#"error: invalid gtid set: number is larger than 9223372036854775806 at byte 37"#
         ]],
+    );
+    check(
+        "$A:12345678901234567890",
+        expect!["error: invalid gtid set: number is larger than 9223372036854775806 at byte 37"],
+    );
+    check(
+        "$A:00000000000000000000001",
+        expect![
+            "error: invalid gtid set: number has a leading zero (mysql would read it as octal) at byte 37"
+        ],
     );
     check(
         "$A:0",
@@ -414,7 +445,9 @@ fn single_gtids() {
     assert_eq!(all, ["$A:7", "$A:8", "$A:tag:7"]);
     set.remove(&Gtid::new(uuid_a, 7)).unwrap();
     assert_eq!(abbreviate(&set.to_compact_string()), "$A:8:tag:7");
-    assert_eq!(GtidSet::from(gtid).count(), 1);
+    assert_eq!(GtidSet::try_from(gtid).unwrap().count(), 1);
+    assert!(GtidSet::try_from(Gtid::new(uuid_a, 0)).is_err());
+    assert!(GtidSet::try_from(Gtid::new(uuid_a, MAX_GNO + 1)).is_err());
 }
 
 #[test]

@@ -28,6 +28,19 @@ fn positions() {
             r#""4294967295-4294967295-18446744073709551615" => "4294967295-4294967295-18446744073709551615""#
         ]],
     );
+    check_position("0-1-000000000000000000000000005", expect![[r#""0-1-5" => "0-1-5""#]]);
+    check_position(
+        "0-1-18446744073709551616",
+        expect![
+            "error: invalid mariadb gtid position: number is larger than 18446744073709551615 at byte 4"
+        ],
+    );
+    check_position(
+        "0-1-99999999999999999999",
+        expect![
+            "error: invalid mariadb gtid position: number is larger than 18446744073709551615 at byte 4"
+        ],
+    );
     check_position(
         "4294967296-1-1",
         expect![[

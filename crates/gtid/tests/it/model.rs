@@ -149,7 +149,10 @@ proptest! {
     }
 
     #[test]
-    fn scrambled_text_parses_to_model(specs in specs(), spacing in prop::collection::vec(0..4u8, 1..8)) {
+    fn scrambled_text_parses_to_model(
+        specs in specs(),
+        spacing in prop::collection::vec(0..4u8, 1..8),
+    ) {
         let (set, model) = build(&specs);
         let text = scrambled_text(&specs, &spacing);
         let parsed: GtidSet = text.parse().unwrap();
@@ -197,7 +200,8 @@ proptest! {
         // Subsets built from a part of the same intervals (the interesting case
         // for is_subset, which random pairs rarely hit).
         let (whole, model) = build(&specs);
-        let part: Vec<Spec> = specs.iter().zip(&keep).filter(|(_, k)| **k).map(|(s, _)| s.clone()).collect();
+        let part: Vec<Spec> =
+            specs.iter().zip(&keep).filter(|(_, k)| **k).map(|(s, _)| s.clone()).collect();
         let (part, part_model) = build(&part);
         prop_assert!(part.is_subset(&whole));
         prop_assert!(part_model.is_subset(&model));
@@ -207,10 +211,16 @@ proptest! {
     }
 
     #[test]
-    fn membership_and_removal_match_model(specs in specs(), removals in specs(), probes in prop::collection::vec(spec(), 0..8)) {
+    fn membership_and_removal_match_model(
+        specs in specs(),
+        removals in specs(),
+        probes in prop::collection::vec(spec(), 0..8),
+    ) {
         let (mut set, mut model) = build(&specs);
         for probe in probes.iter().chain(&specs) {
-            for gno in [probe.start, probe.end, probe.start.saturating_sub(1).max(1), (probe.end + 1).min(MAX_GNO)] {
+            let below = probe.start.saturating_sub(1).max(1);
+            let above = (probe.end + 1).min(MAX_GNO);
+            for gno in [probe.start, probe.end, below, above] {
                 let gtid = Gtid { uuid: uuids()[probe.uuid], tag: tags()[probe.tag], gno };
                 prop_assert_eq!(set.contains(&gtid), model.contains(&(gtid.uuid, gtid.tag, gno)));
             }
@@ -232,7 +242,11 @@ proptest! {
         let (set, model) = build(&specs);
         for uuid in uuids() {
             for tag in tags() {
-                let gnos: Vec<u64> = model.iter().filter(|(u, t, _)| *u == uuid && *t == tag).map(|(_, _, n)| *n).collect();
+                let gnos: Vec<u64> = model
+                    .iter()
+                    .filter(|(u, t, _)| *u == uuid && *t == tag)
+                    .map(|(_, _, n)| *n)
+                    .collect();
                 prop_assert_eq!(set.first(uuid, tag.as_ref()), gnos.first().copied());
                 prop_assert_eq!(set.last(uuid, tag.as_ref()), gnos.last().copied());
                 let count = set.source(uuid, tag.as_ref()).map_or(0, |source| source.count());
@@ -252,7 +266,11 @@ proptest! {
     }
 
     #[test]
-    fn near_miss_text_never_panics(specs in specs(), cut in 0..200usize, junk in "[-:, 0-9a-fA-Fx_\n]{0,6}") {
+    fn near_miss_text_never_panics(
+        specs in specs(),
+        cut in 0..200usize,
+        junk in "[-:, 0-9a-fA-Fx_\n]{0,6}",
+    ) {
         // Valid text with a piece cut out or junk spliced in.
         let text = scrambled_text(&specs, &[0, 1]);
         let at = cut.min(text.len());

@@ -77,7 +77,8 @@ async fn a_linked_directory_cannot_redirect_any_operation() {
 async fn a_link_in_place_of_an_object_is_never_followed() {
     bounded(async {
         let escape = Escape::new();
-        symlink(escape.outside.join("secret/data"), escape.root.join("binlogs/archive.json")).unwrap();
+        symlink(escape.outside.join("secret/data"), escape.root.join("binlogs/archive.json"))
+            .unwrap();
         let store = &escape.store;
         assert_refused(store.get("binlogs/archive.json").await, "get");
         assert_refused(store.head("binlogs/archive.json").await, "head");
@@ -131,7 +132,10 @@ async fn a_missing_root_is_a_configuration_error() {
     assert_eq!(error.kind(), ErrorKind::InvalidConfig);
     assert!(error.to_string().contains("is not a directory"), "{error}");
     std::fs::write(base.path().join("file"), b"").unwrap();
-    assert_eq!(FsStore::new(base.path().join("file")).unwrap_err().kind(), ErrorKind::InvalidConfig);
+    assert_eq!(
+        FsStore::new(base.path().join("file")).unwrap_err().kind(),
+        ErrorKind::InvalidConfig
+    );
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -154,7 +158,8 @@ async fn writes_leave_no_temporary_files_and_hide_stray_ones() {
         assert_eq!(refused.unwrap_err().kind(), ErrorKind::AlreadyExists);
         assert_eq!(entries(&root.path().join("binlogs")), ["archive.json", "manifest-iad.json"]);
         // A temporary file left by a crash is never listed.
-        std::fs::write(root.path().join("binlogs/.bloodraven-tmp-0123456789abcdef"), b"junk").unwrap();
+        std::fs::write(root.path().join("binlogs/.bloodraven-tmp-0123456789abcdef"), b"junk")
+            .unwrap();
         let listed = list_all(&store, "").await.unwrap();
         let keys: Vec<_> = listed.iter().map(|object| object.key.as_str()).collect();
         assert_eq!(keys, ["binlogs/archive.json", "binlogs/manifest-iad.json"]);
@@ -204,6 +209,28 @@ async fn objects_written_are_plain_files_at_their_key() {
         // The link(2) create leaves one name for the inode.
         use std::os::unix::fs::MetadataExt as _;
         assert_eq!(std::fs::metadata(&descriptor).unwrap().nlink(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pages_follow_byte_order_across_directory_levels() {
+    bounded(async {
+        let (_root, store) = fresh_store();
+        for key in ["a0", "a/x", "a.c", "a-b/y", "a/w/v", "b"] {
+            store.put(key, key.as_bytes().to_vec()).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut continuation: Option<String> = None;
+        loop {
+            let page = store.list("a", continuation.as_deref(), 1).await.unwrap();
+            seen.extend(page.objects.into_iter().map(|object| object.key));
+            match page.next {
+                Some(next) => continuation = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["a-b/y", "a.c", "a/w/v", "a/x", "a0"]);
     })
     .await;
 }

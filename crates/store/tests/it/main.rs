@@ -4,6 +4,10 @@
 //! The SeaweedFS tests start their own `weed mini` (bloodraven_store::testing) and fail,
 //! never skip, when `weed` is missing: run scripts/test.sh.
 
+// This binary is test code only; clippy's allow-unwrap-in-tests covers `#[test]` functions
+// but not the shared helpers and suite bodies they call.
+#![allow(clippy::unwrap_used)]
+
 mod fs;
 mod s3;
 mod suite;
@@ -60,6 +64,19 @@ mod race {
     async fn fs_atomic_create_race() {
         let (_root, store) = crate::fs::fresh_store();
         crate::bounded(crate::suite::atomic_create_race(Arc::new(store))).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn fs_put_is_atomic_for_readers() {
+        let (_root, store) = crate::fs::fresh_store();
+        crate::bounded(crate::suite::put_is_atomic_for_readers(Arc::new(store))).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn s3_put_is_atomic_for_readers() {
+        let server = crate::s3::server();
+        let store = crate::s3::store(&server, "atomic", "").await;
+        crate::bounded(crate::suite::put_is_atomic_for_readers(Arc::new(store))).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -36,7 +36,9 @@ fn with_secret(server: &SeaweedFs, bucket: &str, access_key_id: &str, secret: &s
 fn assert_denied_403(error: &bloodraven_store::Error, code: &str) {
     assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{error}");
     match error.denial() {
-        Some(Denial::S3 { status: 403, code: Some(found), .. }) => assert_eq!(found, code, "{error}"),
+        Some(Denial::S3 { status: 403, code: Some(found), .. }) => {
+            assert_eq!(found, code, "{error}")
+        }
         other => panic!("expected an S3 403 denial, got {other:?}: {error}"),
     }
 }
@@ -49,10 +51,15 @@ async fn bad_credentials_are_permission_denied() {
         good.put("binlogs/archive.json", b"{}".to_vec()).await.unwrap();
 
         let wrong_secret =
-            S3Store::connect(with_secret(&server, "locked", "bloodraventest", "wrong")).await.unwrap();
+            S3Store::connect(with_secret(&server, "locked", "bloodraventest", "wrong"))
+                .await
+                .unwrap();
         let error = wrong_secret.list("binlogs/", None, 10).await.unwrap_err();
         assert_denied_403(&error, "SignatureDoesNotMatch");
-        assert!(error.to_string().contains("permission denied: S3 403 SignatureDoesNotMatch"), "{error}");
+        assert!(
+            error.to_string().contains("permission denied: S3 403 SignatureDoesNotMatch"),
+            "{error}"
+        );
         assert!(!error.is_transient());
         let error = wrong_secret.get("binlogs/archive.json").await.unwrap_err();
         assert_denied_403(&error, "SignatureDoesNotMatch");
@@ -74,15 +81,28 @@ async fn bad_credentials_are_permission_denied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_bucket_is_not_found() {
+async fn a_missing_bucket_is_a_configuration_error_even_for_delete() {
     let server = server();
     bounded(async {
         let _existing = store(&server, "exists", "").await;
         let missing = S3Store::connect(server.config("no-such-bucket", "p")).await.unwrap();
         let error = missing.list("", None, 10).await.unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
-        let error = missing.get("k").await.unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+        assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{error}");
+        assert!(
+            error.to_string().contains("the bucket does not exist: S3 404 NoSuchBucket"),
+            "{error}"
+        );
+        for error in [
+            missing.get("k").await.unwrap_err(),
+            missing.put("k", vec![1]).await.unwrap_err(),
+            missing.create("k", vec![1]).await.unwrap_err(),
+            missing.delete("k").await.unwrap_err(),
+        ] {
+            assert_eq!(error.kind(), ErrorKind::InvalidConfig, "{error}");
+        }
+        // HEAD responses have no body, so no error code: a missing bucket looks like a
+        // missing object there.
+        assert_eq!(missing.head("k").await.unwrap_err().kind(), ErrorKind::NotFound);
     })
     .await;
 }
@@ -99,14 +119,18 @@ async fn listing_without_a_root_prefix_and_with_one_see_the_same_keys() {
         let keys = |objects: Vec<bloodraven_store::ObjectMeta>| {
             objects.into_iter().map(|object| object.key).collect::<Vec<_>>()
         };
-        assert_eq!(keys(list_all(&rooted, "").await.unwrap()), ["archive.json", "iad/mysql-bin.000001.aa"]);
-        assert_eq!(keys(list_all(&bare, "").await.unwrap()), [
-            "elsewhere/x",
-            "prod/binlogs/archive.json",
-            "prod/binlogs/iad/mysql-bin.000001.aa"
-        ]);
+        assert_eq!(
+            keys(list_all(&rooted, "").await.unwrap()),
+            ["archive.json", "iad/mysql-bin.000001.aa"]
+        );
+        assert_eq!(
+            keys(list_all(&bare, "").await.unwrap()),
+            ["elsewhere/x", "prod/binlogs/archive.json", "prod/binlogs/iad/mysql-bin.000001.aa"]
+        );
         assert_eq!(bare.get("prod/binlogs/archive.json").await.unwrap().bytes, b"{}");
-        assert!(rooted.describe().starts_with("s3://shared/prod/binlogs?endpoint=http://127.0.0.1:"));
+        assert!(
+            rooted.describe().starts_with("s3://shared/prod/binlogs?endpoint=http://127.0.0.1:")
+        );
     })
     .await;
 }
@@ -181,7 +205,64 @@ async fn two_servers_run_side_by_side_and_clean_up() {
 
 #[test]
 fn a_missing_weed_names_the_setup_command() {
-    let message = HarnessError::WeedMissing { venv: "target/tools/venv/bin/weed".into() }.to_string();
+    let message =
+        HarnessError::WeedMissing { venv: "target/tools/venv/bin/weed".into() }.to_string();
     assert!(message.contains("scripts/test.sh"), "{message}");
     assert!(message.contains("BLOODRAVEN_WEED"), "{message}");
+}
+
+/// Set in the child process of `environment_credentials_are_used`.
+const ENV_CHILD: &str = "BLOODRAVEN_STORE_TEST_ENV_CHILD_ENDPOINT";
+
+/// `S3Credentials::Environment` reads the SDK's chain. The process environment cannot be
+/// changed in a test (set_var races), so the test re-runs itself as a child process with
+/// `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` set and shared config files and IMDS disabled;
+/// the child writes an object with environment credentials and the parent reads it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_credentials_are_used() {
+    if let Ok(endpoint) = std::env::var(ENV_CHILD) {
+        let config =
+            S3Config::new("envbucket", "", S3Credentials::Environment).with_endpoint(endpoint);
+        let store = S3Store::connect(config).await.unwrap();
+        bounded(store.put("written-by-child", b"environment".to_vec())).await.unwrap();
+        return;
+    }
+    let server = server();
+    let store = store(&server, "envbucket", "").await;
+    let empty = tempfile::NamedTempFile::new().unwrap();
+    let run_child = |secret: &str, region: Option<&str>| {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        match region {
+            Some(region) => command.env("AWS_REGION", region),
+            // No region anywhere: the store falls back to us-east-1.
+            None => command.env_remove("AWS_REGION").env_remove("AWS_DEFAULT_REGION"),
+        };
+        command
+            .args(["--exact", "s3::environment_credentials_are_used", "--nocapture"])
+            .env(ENV_CHILD, server.endpoint())
+            .env("AWS_ACCESS_KEY_ID", bloodraven_store::testing::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", empty.path())
+            .env("AWS_SHARED_CREDENTIALS_FILE", empty.path())
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .unwrap()
+    };
+    let wrong = run_child("not-the-secret", Some("us-east-1"));
+    assert!(!wrong.status.success(), "a wrong secret in the environment must fail");
+    assert_eq!(store.get("written-by-child").await.unwrap_err().kind(), ErrorKind::NotFound);
+    for region in [Some("us-east-1"), None] {
+        let output = run_child(bloodraven_store::testing::SECRET_KEY, region);
+        assert!(
+            output.status.success(),
+            "child (region {region:?}) failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let object = bounded(store.get("written-by-child")).await.unwrap();
+        assert_eq!(object.bytes, b"environment");
+        store.delete("written-by-child").await.unwrap();
+    }
 }

@@ -149,8 +149,12 @@ pub(crate) async fn list_pages<S: ObjectStore>(store: &S) {
         }
         assert!(pages.len() <= wanted.len(), "listing does not end");
     }
+    // Every key exactly once. (Within one directory level both stores list in byte order;
+    // across levels SeaweedFS walks its tree, see the trait's contract.)
     let flattened: Vec<_> = pages.concat();
     assert_eq!(flattened, wanted);
+    let unique: BTreeSet<_> = flattened.iter().collect();
+    assert_eq!(unique.len(), flattened.len());
     assert!(pages.iter().all(|page| !page.is_empty()));
     assert_eq!(pages[0], ["binlogs/archive.json", "binlogs/iad/mysql-bin.000001.aa"]);
 
@@ -158,18 +162,19 @@ pub(crate) async fn list_pages<S: ObjectStore>(store: &S) {
     let all = list_all(store, "binlogs/").await.unwrap();
     assert!(all.iter().all(|object| object.size == object.key.len() as u64));
 
-    // A prefix is a string prefix: "binlogs" also matches "binlogs-other/x".
+    // A prefix is a string prefix: "binlogs" also matches "binlogs-other/x". list_all sorts.
     let broad = list_all(store, "binlogs").await.unwrap();
     assert_eq!(broad.len(), wanted.len() + 1);
     assert_eq!(broad.last().unwrap().key, "binlogs/ord/mysql-bin.000001.cc");
     assert_eq!(broad[0].key, "binlogs-other/x");
-    assert_eq!(keys(&list_all(store, "binlogs/manifest-").await.unwrap()), [
-        "binlogs/manifest-iad.json",
-        "binlogs/manifest-ord.json"
-    ]);
-    assert_eq!(keys(&list_all(store, "binlogs/iad/mysql-bin.000002").await.unwrap()), [
-        "binlogs/iad/mysql-bin.000002.bb"
-    ]);
+    assert_eq!(
+        keys(&list_all(store, "binlogs/manifest-").await.unwrap()),
+        ["binlogs/manifest-iad.json", "binlogs/manifest-ord.json"]
+    );
+    assert_eq!(
+        keys(&list_all(store, "binlogs/iad/mysql-bin.000002").await.unwrap()),
+        ["binlogs/iad/mysql-bin.000002.bb"]
+    );
     let everything = list_all(store, "").await.unwrap();
     assert_eq!(everything.len(), wanted.len() + 2);
     let sorted: BTreeSet<_> = keys(&everything).into_iter().collect();
@@ -195,7 +200,11 @@ pub(crate) async fn invalid_keys_are_refused<S: ObjectStore>(store: &S) {
         assert_eq!(kind(store.create(key, vec![1]).await), ErrorKind::InvalidKey, "create {key:?}");
         assert_eq!(kind(store.delete(key).await), ErrorKind::InvalidKey, "delete {key:?}");
         assert_eq!(store.get(key).await.unwrap_err().kind(), ErrorKind::InvalidKey, "get {key:?}");
-        assert_eq!(store.head(key).await.unwrap_err().kind(), ErrorKind::InvalidKey, "head {key:?}");
+        assert_eq!(
+            store.head(key).await.unwrap_err().kind(),
+            ErrorKind::InvalidKey,
+            "head {key:?}"
+        );
     }
     for prefix in ["/abs", "a//", "../x", "nul\0"] {
         let error = store.list(prefix, None, 10).await.unwrap_err();
@@ -210,4 +219,29 @@ pub(crate) async fn probe_certifies<S: ObjectStore>(store: &S) {
     // The probe objects are gone.
     let left = list_all(store, "").await.unwrap();
     assert!(!left.iter().any(|object| object.key.contains(CAS_PROBE_PREFIX)), "{left:?}");
+}
+
+/// `put` replaces atomically: a reader racing a writer sees one whole body or the other.
+pub(crate) async fn put_is_atomic_for_readers<S: ObjectStore + 'static>(store: Arc<S>) {
+    const SIZE: usize = 256 * 1024;
+    const ROUNDS: usize = 20;
+    store.put("manifest-iad.json", vec![b'a'; SIZE]).await.unwrap();
+    let writer = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            for round in 0..ROUNDS {
+                let byte = if round % 2 == 0 { b'b' } else { b'a' };
+                store.put("manifest-iad.json", vec![byte; SIZE]).await.unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() || reads < 5 {
+        let object = store.get("manifest-iad.json").await.unwrap();
+        assert_eq!(object.bytes.len(), SIZE);
+        let first = object.bytes[0];
+        assert!(object.bytes.iter().all(|&byte| byte == first), "a read saw a mix of two bodies");
+        reads += 1;
+    }
+    writer.await.unwrap();
 }

@@ -1,0 +1,66 @@
+//! The catalog holds exactly the tokens of the spec: tests/fixtures/catalog/<kind>.txt lists
+//! them per kind (see the README there for how each list was extracted).
+
+use std::collections::BTreeSet;
+
+use bloodraven_crd::catalog::{self, Kind};
+
+fn fixture_tokens(kind: Kind) -> Vec<String> {
+    crate::fixture(&format!("catalog/{}.txt", kind.slug()))
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_kind_has_exactly_the_spec_tokens() {
+    let mut problems = Vec::new();
+    for kind in Kind::ALL {
+        let listed = fixture_tokens(kind);
+        let spec: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+        if spec.len() != listed.len() {
+            problems.push(format!("{}.txt lists a token twice", kind.slug()));
+        }
+        let ours: BTreeSet<&str> = kind.entries().iter().map(|entry| entry.token).collect();
+        for missing in spec.difference(&ours) {
+            problems.push(format!("{}: the catalog misses {missing}", kind.slug()));
+        }
+        for invented in ours.difference(&spec) {
+            problems.push(format!("{}: the catalog invents {invented}", kind.slug()));
+        }
+        for token in &spec {
+            if catalog::lookup(kind, token).is_none() {
+                problems.push(format!("{}: lookup({token}) finds nothing", kind.slug()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "catalog and spec disagree:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn every_fixture_file_is_a_kind() {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catalog");
+    let mut stems: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    stems.sort();
+    let mut slugs: Vec<String> = Kind::ALL.iter().map(|kind| kind.slug().to_owned()).collect();
+    slugs.sort();
+    assert_eq!(stems, slugs);
+}
+
+#[test]
+fn lookup_is_by_kind() {
+    let reason = catalog::lookup(Kind::PlannedFailoverReason, "StatusStalled").unwrap();
+    let warning = catalog::lookup(Kind::PlannedFailoverWarning, "StatusStalled").unwrap();
+    assert_ne!(reason.meaning, warning.meaning);
+    assert!(catalog::lookup(Kind::PlannedFailoverReason, "statusstalled").is_none());
+    assert!(catalog::lookup(Kind::PitrRefusal, "PITRArchiveReady").is_none());
+    let fencing: Vec<Kind> = catalog::lookup_any("Fencing").map(|(kind, _)| kind).collect();
+    assert_eq!(fencing, [Kind::PlannedFailoverPhase, Kind::RestoreInPlacePhase]);
+}

@@ -1,0 +1,18 @@
+//! Integration tests of the lab API server, through real clients:
+//! - `crud`: typed kube-rs CRUD, selectors, pagination, conflicts, finalizers, errors;
+//! - `patch`: merge, JSON (with `test`), strategic merge and server-side apply;
+//! - `status`: the status subresource and `metadata.generation`;
+//! - `watching`: raw watches with resume, bookmarks, timeouts and 410; kube-runtime's
+//!   watcher (410 recovery, dropped streams), a reflector store and a toy Controller;
+//! - `kubectl`: Debian's kubectl 1.20 and the machine's kubectl against a CRD-backed object;
+//! - `faults`: fault injection, pause, identities and the request log;
+//! - `snapshot`: persistence across a restart.
+
+mod crud;
+mod faults;
+mod kubectl;
+mod patch;
+mod snapshot;
+mod status;
+mod support;
+mod watching;

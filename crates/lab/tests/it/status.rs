@@ -1,0 +1,60 @@
+//! The status subresource and `metadata.generation`.
+
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::support::{WidgetStatus, bounded, client, lab, widget};
+use crate::support::Widget;
+
+#[tokio::test]
+async fn status_is_written_only_through_the_subresource() {
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        let mut with_status = widget("w", "red");
+        with_status.status = Some(WidgetStatus { phase: Some("Ignored".to_string()), observed_generation: None });
+        let created = widgets.create(&PostParams::default(), &with_status).await.unwrap();
+        assert_eq!(created.status, None, "status is dropped on create");
+
+        let main = widgets
+            .patch("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Main"}, "metadata": {"labels": {"l": "1"}}})))
+            .await
+            .unwrap();
+        assert_eq!(main.status, None, "status changes on the main resource are ignored");
+        assert_eq!(main.metadata.generation, Some(1), "metadata changes do not bump generation");
+
+        let status = widgets
+            .patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Ready", "observedGeneration": 1}, "spec": {"color": "ignored"}})))
+            .await
+            .unwrap();
+        assert_eq!(status.status.as_ref().unwrap().phase.as_deref(), Some("Ready"));
+        assert_eq!(status.spec.color.as_deref(), Some("red"), "spec changes on /status are ignored");
+        assert_eq!(status.metadata.generation, Some(1), "status changes do not bump generation");
+
+        let mut replaced = status.clone();
+        replaced.status.as_mut().unwrap().phase = Some("Replaced".to_string());
+        let replaced = widgets.replace_status("w", &PostParams::default(), &replaced).await.unwrap();
+        assert_eq!(replaced.status.unwrap().phase.as_deref(), Some("Replaced"));
+
+        let fetched = widgets.get_status("w").await.unwrap();
+        let version_before = fetched.metadata.resource_version.clone();
+        let unchanged = widgets
+            .patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Replaced"}})))
+            .await
+            .unwrap();
+        assert_eq!(unchanged.metadata.resource_version, version_before, "a no-op write does not bump the version");
+
+        let spec = widgets.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
+        assert_eq!(spec.metadata.generation, Some(2));
+        assert_eq!(spec.status.unwrap().phase.as_deref(), Some("Replaced"));
+
+        let applied = json!({"apiVersion": "lab.bloodraven.test/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "status": {"phase": "Applied", "observedGeneration": 2}});
+        let applied = widgets.patch_status("w", &PatchParams::apply("operator").force(), &Patch::Apply(&applied)).await.unwrap();
+        assert_eq!(applied.status.unwrap().observed_generation, Some(2));
+        let entry = applied.metadata.managed_fields.unwrap().into_iter().find(|entry| entry.manager.as_deref() == Some("operator")).unwrap();
+        assert_eq!(entry.subresource.as_deref(), Some("status"));
+    })
+    .await;
+    lab.stop().await.unwrap();
+}
