@@ -135,7 +135,9 @@ impl Kind {
     }
 }
 
-/// Whether waiting can clear the condition a token reports.
+/// Whether waiting can clear the cause a token reports. A terminal record (a `NotStarted` run,
+/// a failed restore) is never re-run by waiting: once its cause has cleared, the request has to
+/// be made again, as [`Entry::remedy`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Waiting {
     /// Normal progress or a good end: there is nothing to clear.

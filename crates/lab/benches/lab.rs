@@ -57,7 +57,11 @@ fn watchers_100(criterion: &mut Criterion) {
             let sender = sender.clone();
             let version = lab.resource_version().to_string();
             runtime.spawn(async move {
-                let mut stream = maps.watch(&WatchParams::default().disable_bookmarks(), &version).await.unwrap().boxed();
+                let mut stream = maps
+                    .watch(&WatchParams::default().disable_bookmarks(), &version)
+                    .await
+                    .unwrap()
+                    .boxed();
                 while let Some(event) = stream.next().await {
                     if let Ok(WatchEvent::Modified(_)) = event {
                         let _ = sender.send(Instant::now());

@@ -119,7 +119,10 @@ impl Fault {
         self.times > 0
             && self.verb.as_ref().is_none_or(|verb| *verb == request.verb)
             && self.resource.as_ref().is_none_or(resource_matches)
-            && self.namespace.as_ref().is_none_or(|namespace| request.namespace.as_ref() == Some(namespace))
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|namespace| request.namespace.as_ref() == Some(namespace))
             && self.name.as_ref().is_none_or(|name| request.name.as_ref() == Some(name))
             && self.user.as_ref().is_none_or(|user| *user == request.user)
     }

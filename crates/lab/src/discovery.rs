@@ -15,7 +15,8 @@ use crate::server::{Shared, json_response, lock, not_found_page};
 pub const KUBERNETES_MAJOR: &str = "1";
 pub const KUBERNETES_MINOR: &str = "33";
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// The media type kube-openapi answers a protobuf OpenAPI v2 request with (kubectl asks for
 /// `...spec.v2@v1.0+protobuf`; Go's mime parser refuses the `@` in a response).
@@ -57,8 +58,11 @@ fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Valu
     if resources.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }))
+    let group_version =
+        if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Some(
+        json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }),
+    )
 }
 
 fn api_group(name: &str, versions: &[String]) -> Value {
@@ -86,7 +90,9 @@ fn version_info() -> Value {
 
 fn text(body: &'static str) -> Response {
     let mut response = Response::new(Body::from(body));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
 
@@ -94,10 +100,13 @@ fn text(body: &'static str) -> Response {
 /// client-side validation and uses JSON merge patches for `apply`, as for any CRD without a
 /// published schema.
 fn openapi_v2(headers: &HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|value| value.to_str().ok()).unwrap_or_default();
+    let accept =
+        headers.get(header::ACCEPT).and_then(|value| value.to_str().ok()).unwrap_or_default();
     if accept.contains("protobuf") {
         let mut response = Response::new(Body::empty());
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(OPENAPI_V2_PROTOBUF));
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(OPENAPI_V2_PROTOBUF));
         return response;
     }
     json_response(
@@ -111,7 +120,12 @@ fn openapi_v2(headers: &HeaderMap) -> Response {
     )
 }
 
-pub(crate) fn non_resource(shared: &Arc<Shared>, method: &Method, path: &str, headers: &HeaderMap) -> Response {
+pub(crate) fn non_resource(
+    shared: &Arc<Shared>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Response {
     if *method != Method::GET && *method != Method::HEAD {
         let mut response = not_found_page();
         *response.status_mut() = StatusCode::NOT_FOUND;
@@ -145,7 +159,10 @@ pub(crate) fn non_resource(shared: &Arc<Shared>, method: &Method, path: &str, he
                 .filter(|(name, _)| !name.is_empty())
                 .map(|(name, versions)| api_group(name, versions))
                 .collect();
-            json_response(200, &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }))
+            json_response(
+                200,
+                &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
+            )
         }
         ["apis", group] => match registry.groups().get(*group) {
             Some(versions) if !group.is_empty() => {

@@ -91,8 +91,12 @@ impl ApiError {
     }
 
     pub(crate) fn not_found(subject: Subject<'_>) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{}\" not found", subject.qualified(), subject.name))
-            .with_details(subject.details())
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", subject.qualified(), subject.name),
+        )
+        .with_details(subject.details())
     }
 
     /// The answer for a path naming no known resource.
@@ -138,8 +142,11 @@ impl ApiError {
         cause_reason: &str,
         detail: &str,
     ) -> Self {
-        let group_kind =
-            if subject.group.is_empty() { kind.to_string() } else { format!("{kind}.{}", subject.group) };
+        let group_kind = if subject.group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{}", subject.group)
+        };
         let cause = format!("{field}: {detail}");
         let mut details = json!({
             "name": subject.name,

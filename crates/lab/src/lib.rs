@@ -114,7 +114,11 @@ impl std::fmt::Debug for Lab {
 
 /// The resource to store a kind in, its version, and whether it is an events.k8s.io/v1 Event
 /// (stored as a core/v1 Event).
-fn resolve(state: &State, api_version: &str, kind: &str) -> Option<(registry::ResourceInfo, String, bool)> {
+fn resolve(
+    state: &State,
+    api_version: &str,
+    kind: &str,
+) -> Option<(registry::ResourceInfo, String, bool)> {
     let info = state.registry.by_kind(api_version, kind)?;
     let (_, version) = split_api_version(api_version);
     if info.group == "events.k8s.io" && info.plural == "events" {
@@ -154,14 +158,21 @@ impl Lab {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .map_err(|source| Error::Bind { port: config.port, source })?;
-        let address = listener.local_addr().map_err(|source| Error::Bind { port: config.port, source })?;
+        let address =
+            listener.local_addr().map_err(|source| Error::Bind { port: config.port, source })?;
         *lock(&shared.address) = address.to_string();
         let router = server::router(shared.clone());
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let watch_generation = shared.watch_generation.clone();
         let (task, ca_pem) = if config.tls {
             let material = tls::generate()?;
-            let task = tokio::spawn(tls::serve(listener, router, material.acceptor, shutdown_signal, watch_generation));
+            let task = tokio::spawn(tls::serve(
+                listener,
+                router,
+                material.acceptor,
+                shutdown_signal,
+                watch_generation,
+            ));
             (task, Some(material.ca_pem))
         } else {
             let task = tokio::spawn(async move {
@@ -175,7 +186,14 @@ impl Lab {
             });
             (task, None)
         };
-        Ok(Self { address, shared, snapshot: config.snapshot, ca_pem, shutdown: Some(shutdown), task: Some(task) })
+        Ok(Self {
+            address,
+            shared,
+            snapshot: config.snapshot,
+            ca_pem,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        })
     }
 
     /// `http://127.0.0.1:PORT` (`https://` with `LabConfig::tls`).
@@ -208,7 +226,11 @@ impl Lab {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(error))) => return Err(Error::ServerTask(error.to_string())),
                 Ok(Err(error)) => return Err(Error::ServerTask(error.to_string())),
-                Err(_) => return Err(Error::ServerTask("graceful shutdown took longer than 10 s".to_string())),
+                Err(_) => {
+                    return Err(Error::ServerTask(
+                        "graceful shutdown took longer than 10 s".to_string(),
+                    ));
+                }
             }
         }
         if let Some(path) = self.snapshot.clone() {
@@ -222,8 +244,9 @@ impl Lab {
     pub fn apply_yaml(&self, yaml: &str) -> Result<Vec<Value>> {
         let mut applied = Vec::new();
         for (index, document) in serde_norway::Deserializer::from_str(yaml).enumerate() {
-            let value = <Value as serde::Deserialize>::deserialize(document)
-                .map_err(|error| Error::InvalidYaml { document: index + 1, message: error.to_string() })?;
+            let value = <Value as serde::Deserialize>::deserialize(document).map_err(|error| {
+                Error::InvalidYaml { document: index + 1, message: error.to_string() }
+            })?;
             if value.is_null() {
                 continue;
             }
@@ -243,14 +266,25 @@ impl Lab {
     }
 
     fn apply_object(&self, document: usize, object: Value) -> Result<Value> {
-        let invalid = |message: &str| Error::InvalidObject { document, message: message.to_string() };
-        let api_version = object.get("apiVersion").and_then(Value::as_str).ok_or_else(|| invalid("apiVersion is missing"))?.to_string();
-        let kind = object.get("kind").and_then(Value::as_str).ok_or_else(|| invalid("kind is missing"))?.to_string();
+        let invalid =
+            |message: &str| Error::InvalidObject { document, message: message.to_string() };
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("apiVersion is missing"))?
+            .to_string();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("kind is missing"))?
+            .to_string();
         let (api_version, kind) = (api_version.as_str(), kind.as_str());
-        let name = store::meta_str(&object, "name").ok_or_else(|| invalid("metadata.name is missing"))?.to_string();
+        let name = store::meta_str(&object, "name")
+            .ok_or_else(|| invalid("metadata.name is missing"))?
+            .to_string();
         let mut state = lock(&self.shared.state);
-        let (info, version, events_v1) =
-            resolve(&state, api_version, kind).ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
+        let (info, version, events_v1) = resolve(&state, api_version, kind)
+            .ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
         let version = version.as_str();
         let object = if events_v1 { events::to_core(&object) } else { object };
         let namespace = if info.namespaced {
@@ -258,31 +292,68 @@ impl Lab {
         } else {
             None
         };
-        let ctx = WriteContext { field_manager: FIELD_MANAGER.to_string(), dry_run: false, force: true, now: now_rfc3339() };
+        let ctx = WriteContext {
+            field_manager: FIELD_MANAGER.to_string(),
+            dry_run: false,
+            force: true,
+            now: now_rfc3339(),
+        };
         let what = format!("{kind} {name}");
         match state.get(&info, namespace.as_deref(), &name) {
             Ok(live) => {
                 let mut replacement = object.clone();
-                replacement["metadata"]["resourceVersion"] = live.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+                replacement["metadata"]["resourceVersion"] =
+                    live.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
                 let status = object.get("status").cloned();
                 let mut updated = state
-                    .update(&info, version, namespace.as_deref(), &name, replacement, None, &ctx, None)
+                    .update(
+                        &info,
+                        version,
+                        namespace.as_deref(),
+                        &name,
+                        replacement,
+                        None,
+                        &ctx,
+                        None,
+                    )
                     .map_err(api_error(what.clone()))?;
                 if let (Some(status), true) = (status, info.has_status) {
                     updated["status"] = status;
                     updated = state
-                        .update(&info, version, namespace.as_deref(), &name, updated, Some("status"), &ctx, None)
+                        .update(
+                            &info,
+                            version,
+                            namespace.as_deref(),
+                            &name,
+                            updated,
+                            Some("status"),
+                            &ctx,
+                            None,
+                        )
                         .map_err(api_error(what))?;
                 }
                 Ok(if events_v1 { events::to_events_v1(&updated) } else { updated })
             }
             Err(_) => {
                 let status = object.get("status").cloned();
-                let mut created = state.create(&info, version, namespace.as_deref(), object, &ctx, None).map_err(api_error(what.clone()))?;
-                if let (Some(status), true) = (status, info.has_status && info.kind != "CustomResourceDefinition") {
+                let mut created = state
+                    .create(&info, version, namespace.as_deref(), object, &ctx, None)
+                    .map_err(api_error(what.clone()))?;
+                if let (Some(status), true) =
+                    (status, info.has_status && info.kind != "CustomResourceDefinition")
+                {
                     created["status"] = status;
                     created = state
-                        .update(&info, version, namespace.as_deref(), &name, created, Some("status"), &ctx, None)
+                        .update(
+                            &info,
+                            version,
+                            namespace.as_deref(),
+                            &name,
+                            created,
+                            Some("status"),
+                            &ctx,
+                            None,
+                        )
                         .map_err(api_error(what))?;
                 }
                 Ok(if events_v1 { events::to_events_v1(&created) } else { created })
@@ -291,27 +362,54 @@ impl Lab {
     }
 
     /// One object, as the given apiVersion presents it.
-    pub fn get(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+    pub fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
         let state = lock(&self.shared.state);
         let (info, version, events_v1) = resolve(&state, api_version, kind)?;
-        state.get(&info, namespace, name).ok().map(|object| present(&info, &version, events_v1, &object))
+        state
+            .get(&info, namespace, name)
+            .ok()
+            .map(|object| present(&info, &version, events_v1, &object))
     }
 
     /// Every object of a kind (all namespaces), in key order.
     pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
         let state = lock(&self.shared.state);
-        let Some((info, version, events_v1)) = resolve(&state, api_version, kind) else { return Vec::new() };
+        let Some((info, version, events_v1)) = resolve(&state, api_version, kind) else {
+            return Vec::new();
+        };
         let selectors = selector::Selectors::default();
-        state.select(&info, None, &selectors, None).map(|(_, object)| present(&info, &version, events_v1, object)).collect()
+        state
+            .select(&info, None, &selectors, None)
+            .map(|(_, object)| present(&info, &version, events_v1, object))
+            .collect()
     }
 
     /// Deletes an object as a DELETE request would (finalizers are honoured).
-    pub fn delete(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Result<()> {
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<()> {
         let mut state = lock(&self.shared.state);
-        let (info, version, _) =
-            resolve(&state, api_version, kind).ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
-        let ctx = WriteContext { field_manager: FIELD_MANAGER.to_string(), dry_run: false, force: false, now: now_rfc3339() };
-        state.delete(&info, &version, namespace, name, &Value::Null, &ctx).map_err(api_error(format!("deleting {kind} {name}")))?;
+        let (info, version, _) = resolve(&state, api_version, kind)
+            .ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
+        let ctx = WriteContext {
+            field_manager: FIELD_MANAGER.to_string(),
+            dry_run: false,
+            force: false,
+            now: now_rfc3339(),
+        };
+        state
+            .delete(&info, &version, namespace, name, &Value::Null, &ctx)
+            .map_err(api_error(format!("deleting {kind} {name}")))?;
         Ok(())
     }
 
@@ -324,7 +422,11 @@ impl Lab {
     /// written) or `None` for an anonymous context.
     pub fn kubeconfig(&self, user: Option<&str>) -> String {
         let token = user.and_then(|user| {
-            lock(&self.shared.settings).tokens.iter().find(|(_, name)| name.as_str() == user).map(|(token, _)| token.clone())
+            lock(&self.shared.settings)
+                .tokens
+                .iter()
+                .find(|(_, name)| name.as_str() == user)
+                .map(|(token, _)| token.clone())
         });
         let user_name = user.unwrap_or("anonymous");
         let user_entry = match token {
@@ -333,7 +435,8 @@ impl Lab {
         };
         let mut cluster = json!({ "server": self.url() });
         if let Some(ca_pem) = &self.ca_pem {
-            cluster["certificate-authority-data"] = json!(data_encoding::BASE64.encode(ca_pem.as_bytes()));
+            cluster["certificate-authority-data"] =
+                json!(data_encoding::BASE64.encode(ca_pem.as_bytes()));
         }
         let config = json!({
             "apiVersion": "v1",
@@ -406,7 +509,8 @@ impl Lab {
             json!({ "resourceVersion": state.resource_version(), "objects": objects })
         };
         let bytes = serde_json::to_vec_pretty(&snapshot).unwrap_or_default();
-        std::fs::write(path, bytes).map_err(|source| Error::SnapshotWrite { path: path.display().to_string(), source })
+        std::fs::write(path, bytes)
+            .map_err(|source| Error::SnapshotWrite { path: path.display().to_string(), source })
     }
 }
 
@@ -423,20 +527,40 @@ impl Drop for Lab {
 
 fn read_snapshot(path: &Path) -> Result<(u64, Vec<(GroupResource, Value)>)> {
     let display = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| Error::SnapshotRead { path: display.clone(), source })?;
+    let bytes = std::fs::read(path)
+        .map_err(|source| Error::SnapshotRead { path: display.clone(), source })?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|error| Error::SnapshotInvalid {
         path: display.clone(),
         line: error.line(),
         column: error.column(),
         message: error.to_string(),
     })?;
-    let invalid = |message: &str| Error::SnapshotInvalid { path: display.clone(), line: 0, column: 0, message: message.to_string() };
-    let resource_version = value.get("resourceVersion").and_then(Value::as_u64).ok_or_else(|| invalid("resourceVersion is missing"))?;
+    let invalid = |message: &str| Error::SnapshotInvalid {
+        path: display.clone(),
+        line: 0,
+        column: 0,
+        message: message.to_string(),
+    };
+    let resource_version = value
+        .get("resourceVersion")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| invalid("resourceVersion is missing"))?;
     let mut objects = Vec::new();
-    for entry in value.get("objects").and_then(Value::as_array).ok_or_else(|| invalid("objects is missing"))? {
-        let group = entry.get("group").and_then(Value::as_str).ok_or_else(|| invalid("an object has no group"))?;
-        let resource = entry.get("resource").and_then(Value::as_str).ok_or_else(|| invalid("an object has no resource"))?;
-        let object = entry.get("object").cloned().ok_or_else(|| invalid("an entry has no object"))?;
+    for entry in value
+        .get("objects")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("objects is missing"))?
+    {
+        let group = entry
+            .get("group")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("an object has no group"))?;
+        let resource = entry
+            .get("resource")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("an object has no resource"))?;
+        let object =
+            entry.get("object").cloned().ok_or_else(|| invalid("an entry has no object"))?;
         objects.push((GroupResource::new(group, resource), object));
     }
     Ok((resource_version, objects))

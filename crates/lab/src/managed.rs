@@ -38,7 +38,8 @@ fn path_string(path: &Path) -> String {
             }
             PathElement::Key(keys) => {
                 let parsed: Map<String, Value> = serde_json::from_str(keys).unwrap_or_default();
-                let parts: Vec<String> = parsed.iter().map(|(key, value)| format!("{key}={value}")).collect();
+                let parts: Vec<String> =
+                    parsed.iter().map(|(key, value)| format!("{key}={value}")).collect();
                 text.push('[');
                 text.push_str(&parts.join(","));
                 text.push(']');
@@ -77,7 +78,12 @@ static METADATA_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
 /// Merge keys of built-in list fields (the `patchMergeKey`s of the core API types).
 pub(crate) fn builtin_list_keys(field: &str) -> Option<&'static [&'static str]> {
     Some(match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
         | "hostAliases" => match field {
             "hostAliases" => &["ip"],
             _ => &["name"],
@@ -109,8 +115,17 @@ struct Node<'a> {
 
 /// Built-in fields that are `map[string]...` rather than structs.
 const BUILTIN_MAP_FIELDS: &[&str] = &[
-    "labels", "annotations", "data", "stringData", "binaryData", "nodeSelector", "matchLabels", "limits",
-    "requests", "capacity", "allocatable",
+    "labels",
+    "annotations",
+    "data",
+    "stringData",
+    "binaryData",
+    "nodeSelector",
+    "matchLabels",
+    "limits",
+    "requests",
+    "capacity",
+    "allocatable",
 ];
 
 impl<'a> Node<'a> {
@@ -123,22 +138,30 @@ impl<'a> Node<'a> {
             let map_like = builtin && BUILTIN_MAP_FIELDS.contains(&key);
             return (builtin && !self.map_like, Node { schema: None, builtin, map_like });
         };
-        if let Some(property) = schema.get("properties").and_then(|properties| properties.get(key)) {
+        if let Some(property) = schema.get("properties").and_then(|properties| properties.get(key))
+        {
             let map_like = property.get("additionalProperties").is_some_and(Value::is_object);
             return (true, Node { schema: Some(property), builtin, map_like });
         }
         match schema.get("additionalProperties") {
-            Some(element) if element.is_object() => (false, Node { schema: Some(element), builtin, map_like: false }),
+            Some(element) if element.is_object() => {
+                (false, Node { schema: Some(element), builtin, map_like: false })
+            }
             _ => (false, Node { schema: None, builtin, map_like: false }),
         }
     }
 
     fn items(self) -> Node<'a> {
-        Node { schema: self.schema.and_then(|schema| schema.get("items")), builtin: self.builtin, map_like: false }
+        Node {
+            schema: self.schema.and_then(|schema| schema.get("items")),
+            builtin: self.builtin,
+            map_like: false,
+        }
     }
 
     fn atomic_map(self) -> bool {
-        self.schema.and_then(|schema| schema.get("x-kubernetes-map-type")).and_then(Value::as_str) == Some("atomic")
+        self.schema.and_then(|schema| schema.get("x-kubernetes-map-type")).and_then(Value::as_str)
+            == Some("atomic")
     }
 
     fn list_kind(self, field: Option<&str>, items: &[Value]) -> ListKind {
@@ -149,7 +172,9 @@ impl<'a> Node<'a> {
                     let keys = schema
                         .get("x-kubernetes-list-map-keys")
                         .and_then(Value::as_array)
-                        .map(|keys| keys.iter().filter_map(|key| key.as_str().map(str::to_string)).collect())
+                        .map(|keys| {
+                            keys.iter().filter_map(|key| key.as_str().map(str::to_string)).collect()
+                        })
                         .unwrap_or_default();
                     return ListKind::Map(keys);
                 }
@@ -176,7 +201,6 @@ impl<'a> Node<'a> {
         ListKind::Atomic
     }
 }
-
 
 fn item_key(item: &Value, keys: &[String]) -> String {
     let mut map = Map::new();
@@ -283,7 +307,12 @@ fn schema_for<'a>(info: &'a ResourceInfo, version: &str) -> Node<'a> {
     }
 }
 
-pub(crate) fn field_set(info: &ResourceInfo, version: &str, object: &Value, subresource: Option<&str>) -> FieldSet {
+pub(crate) fn field_set(
+    info: &ResourceInfo,
+    version: &str,
+    object: &Value,
+    subresource: Option<&str>,
+) -> FieldSet {
     let mut set = FieldSet::new();
     let view = tracked(info, object, subresource);
     walk(&view, schema_for(info, version), &mut Vec::new(), &mut set);
@@ -298,7 +327,10 @@ fn value_at<'v>(value: &'v Value, path: &[PathElement]) -> Option<&'v Value> {
             PathElement::Field(name) => current.get(name)?,
             PathElement::Key(keys) => {
                 let keys: Map<String, Value> = serde_json::from_str(keys).ok()?;
-                current.as_array()?.iter().find(|item| keys.iter().all(|(key, value)| item.get(key) == Some(value)))?
+                current
+                    .as_array()?
+                    .iter()
+                    .find(|item| keys.iter().all(|(key, value)| item.get(key) == Some(value)))?
             }
             PathElement::Value(text) => {
                 let wanted: Value = serde_json::from_str(text).ok()?;
@@ -317,13 +349,17 @@ fn remove_at(value: &mut Value, path: &[PathElement]) {
             PathElement::Field(name) => current.get_mut(name),
             PathElement::Key(keys) => {
                 let Ok(keys) = serde_json::from_str::<Map<String, Value>>(keys) else { return };
-                current
-                    .as_array_mut()
-                    .and_then(|items| items.iter_mut().find(|item| keys.iter().all(|(key, value)| item.get(key) == Some(value))))
+                current.as_array_mut().and_then(|items| {
+                    items
+                        .iter_mut()
+                        .find(|item| keys.iter().all(|(key, value)| item.get(key) == Some(value)))
+                })
             }
             PathElement::Value(text) => {
                 let Ok(wanted) = serde_json::from_str::<Value>(text) else { return };
-                current.as_array_mut().and_then(|items| items.iter_mut().find(|item| **item == wanted))
+                current
+                    .as_array_mut()
+                    .and_then(|items| items.iter_mut().find(|item| **item == wanted))
             }
         };
         let Some(next) = next else { return };
@@ -427,7 +463,9 @@ struct Entry {
 
 impl Entry {
     fn same_owner(&self, manager: &str, operation: &str, subresource: Option<&str>) -> bool {
-        self.manager == manager && self.operation == operation && self.subresource.as_deref() == subresource
+        self.manager == manager
+            && self.operation == operation
+            && self.subresource.as_deref() == subresource
     }
 
     fn to_json(&self) -> Value {
@@ -465,11 +503,26 @@ fn parse_entries(managed_fields: &Value) -> Vec<Entry> {
             entries
                 .iter()
                 .map(|entry| Entry {
-                    manager: entry.get("manager").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    operation: entry.get("operation").and_then(Value::as_str).unwrap_or("Update").to_string(),
-                    api_version: entry.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    manager: entry
+                        .get("manager")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    operation: entry
+                        .get("operation")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Update")
+                        .to_string(),
+                    api_version: entry
+                        .get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
                     time: entry.get("time").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    subresource: entry.get("subresource").and_then(Value::as_str).map(str::to_string),
+                    subresource: entry
+                        .get("subresource")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     set: from_fields_v1(entry.get("fieldsV1").unwrap_or(&Value::Null)),
                 })
                 .collect()
@@ -517,12 +570,16 @@ pub(crate) fn update_entries(
     for entry in &mut entries {
         let before = entry.set.len();
         entry.set.retain(|path| !changed.contains(path) && !removed.contains(path));
-        if entry.set.len() != before && entry.same_owner(&ctx.field_manager, "Update", subresource) {
+        if entry.set.len() != before && entry.same_owner(&ctx.field_manager, "Update", subresource)
+        {
             entry.time = ctx.now.clone();
         }
     }
     if !changed.is_empty() {
-        match entries.iter_mut().find(|entry| entry.same_owner(&ctx.field_manager, "Update", subresource)) {
+        match entries
+            .iter_mut()
+            .find(|entry| entry.same_owner(&ctx.field_manager, "Update", subresource))
+        {
             Some(entry) => {
                 entry.set.extend(changed);
                 entry.time = ctx.now.clone();
@@ -542,7 +599,12 @@ pub(crate) fn update_entries(
 }
 
 /// Managed fields of an object created by server-side apply.
-pub(crate) fn apply_entries_for_create(info: &ResourceInfo, version: &str, applied: &Value, ctx: &WriteContext) -> Value {
+pub(crate) fn apply_entries_for_create(
+    info: &ResourceInfo,
+    version: &str,
+    applied: &Value,
+    ctx: &WriteContext,
+) -> Value {
     let entry = Entry {
         manager: ctx.field_manager.clone(),
         operation: "Apply".to_string(),
@@ -573,7 +635,8 @@ fn merge_into(live: &mut Value, applied: &Value, node: Node<'_>, path: &mut Path
             }
         }
         (Value::Array(live_items), Value::Array(applied_items)) => {
-            let combined: Vec<Value> = live_items.iter().chain(applied_items.iter()).cloned().collect();
+            let combined: Vec<Value> =
+                live_items.iter().chain(applied_items.iter()).cloned().collect();
             match node.list_kind(last_field(path), &combined) {
                 ListKind::Atomic => *live_items = applied_items.clone(),
                 ListKind::Set => {
@@ -587,7 +650,10 @@ fn merge_into(live: &mut Value, applied: &Value, node: Node<'_>, path: &mut Path
                     let item_node = node.items();
                     for item in applied_items {
                         let key = item_key(item, &keys);
-                        match live_items.iter_mut().find(|live_item| item_key(live_item, &keys) == key) {
+                        match live_items
+                            .iter_mut()
+                            .find(|live_item| item_key(live_item, &keys) == key)
+                        {
                             Some(live_item) => {
                                 path.push(PathElement::Key(key));
                                 merge_into(live_item, item, item_node, path);
@@ -619,19 +685,23 @@ pub(crate) fn apply(
     let applied_set = field_set(info, version, applied, subresource);
     let mut merged = live.clone();
     merge_into(&mut merged, &applied_view, node, &mut Vec::new());
-    let mut entries = parse_entries(live.pointer("/metadata/managedFields").unwrap_or(&Value::Null));
+    let mut entries =
+        parse_entries(live.pointer("/metadata/managedFields").unwrap_or(&Value::Null));
 
     let live_view = tracked(info, live, subresource);
     let merged_view = tracked(info, &merged, subresource);
     let mut conflicts: Vec<(usize, Path)> = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
-        if entry.same_owner(manager, "Apply", subresource) || entry.subresource.as_deref() != subresource {
+        if entry.same_owner(manager, "Apply", subresource)
+            || entry.subresource.as_deref() != subresource
+        {
             continue;
         }
         for path in entry.set.intersection(&applied_set) {
             let before = value_at(&live_view, path);
             let after = value_at(&merged_view, path);
-            let compound = matches!(path.last(), Some(PathElement::Key(_))) || before.is_some_and(Value::is_object);
+            let compound = matches!(path.last(), Some(PathElement::Key(_)))
+                || before.is_some_and(Value::is_object);
             if before.is_some() && before != after && !compound {
                 conflicts.push((index, path.clone()));
             }
@@ -656,11 +726,16 @@ pub(crate) fn apply(
         .filter(|entry| !entry.same_owner(manager, "Apply", subresource))
         .flat_map(|entry| entry.set.iter().cloned())
         .collect();
-    let mut to_remove: Vec<&Path> = previous.iter().filter(|path| !applied_set.contains(*path) && !others.contains(*path)).collect();
+    let mut to_remove: Vec<&Path> = previous
+        .iter()
+        .filter(|path| !applied_set.contains(*path) && !others.contains(*path))
+        .collect();
     to_remove.sort_by_key(|path| std::cmp::Reverse(path.len()));
     for path in to_remove {
         let mut full = Vec::new();
-        if subresource == Some("status") && !matches!(path.first(), Some(PathElement::Field(name)) if name == "status") {
+        if subresource == Some("status")
+            && !matches!(path.first(), Some(PathElement::Field(name)) if name == "status")
+        {
             continue;
         }
         full.extend(path.iter().cloned());
@@ -700,7 +775,11 @@ fn conflict_error(entries: &[Entry], conflicts: &[(usize, Path)]) -> ApiError {
         })
         .collect();
     let message = if let [(index, path)] = conflicts {
-        format!("Apply failed with 1 conflict: conflict with {}: {}", printed(*index), path_string(path))
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            printed(*index),
+            path_string(path)
+        )
     } else {
         let mut by_manager: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (index, path) in conflicts {
@@ -719,15 +798,20 @@ fn conflict_error(entries: &[Entry], conflicts: &[(usize, Path)]) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
     use crate::registry::GroupResource;
+    use crate::registry::Registry;
 
     fn configmaps() -> ResourceInfo {
         Registry::default().get(&GroupResource::new("", "configmaps")).unwrap().clone()
     }
 
     fn ctx(manager: &str, force: bool) -> WriteContext {
-        WriteContext { field_manager: manager.to_string(), dry_run: false, force, now: "2026-01-01T00:00:00Z".to_string() }
+        WriteContext {
+            field_manager: manager.to_string(),
+            dry_run: false,
+            force,
+            now: "2026-01-01T00:00:00Z".to_string(),
+        }
     }
 
     #[test]
@@ -750,17 +834,30 @@ mod tests {
     fn apply_conflicts_then_force_takes_ownership() {
         let info = configmaps();
         let live = json!({"metadata": {"name": "c"}, "data": {}});
-        let (first, applied) = apply(&info, "v1", &live, &json!({"data": {"k": "a"}}), &ctx("one", false), None).unwrap();
+        let (first, applied) =
+            apply(&info, "v1", &live, &json!({"data": {"k": "a"}}), &ctx("one", false), None)
+                .unwrap();
         let mut first = first;
         first["metadata"]["managedFields"] = applied.managed_fields;
-        let error = apply(&info, "v1", &first, &json!({"data": {"k": "b"}}), &ctx("two", false), None).unwrap_err();
+        let error =
+            apply(&info, "v1", &first, &json!({"data": {"k": "b"}}), &ctx("two", false), None)
+                .unwrap_err();
         assert_eq!(error.code, 409);
         assert_eq!(error.message, "Apply failed with 1 conflict: conflict with \"one\": .data.k");
-        let same = apply(&info, "v1", &first, &json!({"data": {"k": "a"}}), &ctx("two", false), None);
+        let same =
+            apply(&info, "v1", &first, &json!({"data": {"k": "a"}}), &ctx("two", false), None);
         assert!(same.is_ok(), "applying the same value is no conflict");
-        let (forced, applied) = apply(&info, "v1", &first, &json!({"data": {"k": "b"}}), &ctx("two", true), None).unwrap();
+        let (forced, applied) =
+            apply(&info, "v1", &first, &json!({"data": {"k": "b"}}), &ctx("two", true), None)
+                .unwrap();
         assert_eq!(forced["data"]["k"], "b");
-        let managers: Vec<&str> = applied.managed_fields.as_array().unwrap().iter().map(|entry| entry["manager"].as_str().unwrap()).collect();
+        let managers: Vec<&str> = applied
+            .managed_fields
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["manager"].as_str().unwrap())
+            .collect();
         assert_eq!(managers, ["two"]);
     }
 
@@ -768,9 +865,19 @@ mod tests {
     fn apply_removes_fields_the_manager_stopped_applying() {
         let info = configmaps();
         let live = json!({"metadata": {"name": "c"}});
-        let (mut object, applied) = apply(&info, "v1", &live, &json!({"data": {"a": "1", "b": "2"}}), &ctx("me", false), None).unwrap();
+        let (mut object, applied) = apply(
+            &info,
+            "v1",
+            &live,
+            &json!({"data": {"a": "1", "b": "2"}}),
+            &ctx("me", false),
+            None,
+        )
+        .unwrap();
         object["metadata"]["managedFields"] = applied.managed_fields;
-        let (object, _) = apply(&info, "v1", &object, &json!({"data": {"a": "1"}}), &ctx("me", false), None).unwrap();
+        let (object, _) =
+            apply(&info, "v1", &object, &json!({"data": {"a": "1"}}), &ctx("me", false), None)
+                .unwrap();
         assert_eq!(object["data"], json!({"a": "1"}));
     }
 }

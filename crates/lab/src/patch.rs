@@ -21,9 +21,9 @@ impl PatchType {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
             "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
-                Some(Self::Apply)
-            }
+            "application/apply-patch+yaml"
+            | "application/apply-patch+json"
+            | "application/apply-patch+cbor" => Some(Self::Apply),
             _ => None,
         }
     }
@@ -51,26 +51,39 @@ fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// Applies a JSON, merge or strategic patch to `target`.
-pub(crate) fn apply_patch(patch_type: PatchType, target: &Value, body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn apply_patch(
+    patch_type: PatchType,
+    target: &Value,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let mut patched = target.clone();
     match patch_type {
         PatchType::Json => {
-            let patch: json_patch::Patch = serde_json::from_slice(body)
-                .map_err(|error| ApiError::bad_request(format!("error decoding json patch at line {} column {}: {error}", error.line(), error.column())))?;
+            let patch: json_patch::Patch = serde_json::from_slice(body).map_err(|error| {
+                ApiError::bad_request(format!(
+                    "error decoding json patch at line {} column {}: {error}",
+                    error.line(),
+                    error.column()
+                ))
+            })?;
             json_patch::patch(&mut patched, &patch)
                 .map_err(|error| ApiError::new(422, "Invalid", error.to_string()))?;
         }
         PatchType::Merge => {
             let patch = parse_json(body)?;
             if !patch.is_object() {
-                return Err(ApiError::bad_request("error decoding merge patch: the patch is not a JSON object"));
+                return Err(ApiError::bad_request(
+                    "error decoding merge patch: the patch is not a JSON object",
+                ));
             }
             json_patch::merge(&mut patched, &patch);
         }
         PatchType::Strategic => {
             let patch = parse_json(body)?;
             if !patch.is_object() {
-                return Err(ApiError::bad_request("error decoding strategic merge patch: the patch is not a JSON object"));
+                return Err(ApiError::bad_request(
+                    "error decoding strategic merge patch: the patch is not a JSON object",
+                ));
             }
             strategic_merge(&mut patched, &patch)?;
         }
@@ -110,7 +123,9 @@ pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), A
     }
     for (key, value) in patch_map {
         if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(items)), Some(remove)) = (target_map.get_mut(field), value.as_array()) {
+            if let (Some(Value::Array(items)), Some(remove)) =
+                (target_map.get_mut(field), value.as_array())
+            {
                 items.retain(|item| !remove.contains(item));
             }
             continue;
@@ -123,8 +138,12 @@ pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), A
             continue;
         }
         match (target_map.get_mut(key), value) {
-            (Some(existing @ Value::Object(_)), Value::Object(_)) => strategic_merge(existing, value)?,
-            (Some(Value::Array(existing)), Value::Array(items)) => merge_list(key, existing, items)?,
+            (Some(existing @ Value::Object(_)), Value::Object(_)) => {
+                strategic_merge(existing, value)?
+            }
+            (Some(Value::Array(existing)), Value::Array(items)) => {
+                merge_list(key, existing, items)?
+            }
             (_, Value::Object(inner)) => {
                 let mut fresh = Value::Object(Map::new());
                 strategic_merge(&mut fresh, &Value::Object(inner.clone()))?;
@@ -214,15 +233,29 @@ mod tests {
     #[test]
     fn strategic_merge_replaces_unkeyed_lists_and_honours_replace() {
         let mut object = json!({"spec": {"args": ["a", "b"], "template": {"x": 1, "y": 2}}});
-        strategic_merge(&mut object, &json!({"spec": {"args": ["c"], "template": {"$patch": "replace", "z": 3}}})).unwrap();
+        strategic_merge(
+            &mut object,
+            &json!({"spec": {"args": ["c"], "template": {"$patch": "replace", "z": 3}}}),
+        )
+        .unwrap();
         assert_eq!(object, json!({"spec": {"args": ["c"], "template": {"z": 3}}}));
     }
 
     #[test]
     fn json_patch_test_failure_is_invalid() {
-        let error = apply_patch(PatchType::Json, &json!({"a": 1}), br#"[{"op":"test","path":"/a","value":2}]"#).unwrap_err();
+        let error = apply_patch(
+            PatchType::Json,
+            &json!({"a": 1}),
+            br#"[{"op":"test","path":"/a","value":2}]"#,
+        )
+        .unwrap_err();
         assert_eq!(error.code, 422);
-        let patched = apply_patch(PatchType::Json, &json!({"a": 1}), br#"[{"op":"test","path":"/a","value":1},{"op":"replace","path":"/a","value":3}]"#).unwrap();
+        let patched = apply_patch(
+            PatchType::Json,
+            &json!({"a": 1}),
+            br#"[{"op":"test","path":"/a","value":1},{"op":"replace","path":"/a","value":3}]"#,
+        )
+        .unwrap();
         assert_eq!(patched, json!({"a": 3}));
     }
 }

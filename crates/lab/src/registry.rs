@@ -64,7 +64,11 @@ impl ResourceInfo {
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
     }
 
     pub(crate) fn preferred_version(&self) -> &str {
@@ -92,21 +96,156 @@ struct Builtin {
 }
 
 const BUILTINS: &[Builtin] = &[
-    Builtin { group: "", version: "v1", plural: "namespaces", singular: "namespace", kind: "Namespace", namespaced: false, short_names: &["ns"], has_status: true },
-    Builtin { group: "", version: "v1", plural: "pods", singular: "pod", kind: "Pod", namespaced: true, short_names: &["po"], has_status: true },
-    Builtin { group: "", version: "v1", plural: "services", singular: "service", kind: "Service", namespaced: true, short_names: &["svc"], has_status: true },
-    Builtin { group: "", version: "v1", plural: "secrets", singular: "secret", kind: "Secret", namespaced: true, short_names: &[], has_status: false },
-    Builtin { group: "", version: "v1", plural: "configmaps", singular: "configmap", kind: "ConfigMap", namespaced: true, short_names: &["cm"], has_status: false },
-    Builtin { group: "", version: "v1", plural: "events", singular: "event", kind: "Event", namespaced: true, short_names: &["ev"], has_status: false },
-    Builtin { group: "", version: "v1", plural: "persistentvolumeclaims", singular: "persistentvolumeclaim", kind: "PersistentVolumeClaim", namespaced: true, short_names: &["pvc"], has_status: true },
-    Builtin { group: "", version: "v1", plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount", namespaced: true, short_names: &["sa"], has_status: false },
-    Builtin { group: "apps", version: "v1", plural: "deployments", singular: "deployment", kind: "Deployment", namespaced: true, short_names: &["deploy"], has_status: true },
-    Builtin { group: "apps", version: "v1", plural: "statefulsets", singular: "statefulset", kind: "StatefulSet", namespaced: true, short_names: &["sts"], has_status: true },
-    Builtin { group: "batch", version: "v1", plural: "jobs", singular: "job", kind: "Job", namespaced: true, short_names: &[], has_status: true },
-    Builtin { group: "batch", version: "v1", plural: "cronjobs", singular: "cronjob", kind: "CronJob", namespaced: true, short_names: &["cj"], has_status: true },
-    Builtin { group: "coordination.k8s.io", version: "v1", plural: "leases", singular: "lease", kind: "Lease", namespaced: true, short_names: &[], has_status: false },
-    Builtin { group: "events.k8s.io", version: "v1", plural: "events", singular: "event", kind: "Event", namespaced: true, short_names: &["ev"], has_status: false },
-    Builtin { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions", singular: "customresourcedefinition", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], has_status: true },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        singular: "namespace",
+        kind: "Namespace",
+        namespaced: false,
+        short_names: &["ns"],
+        has_status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        singular: "pod",
+        kind: "Pod",
+        namespaced: true,
+        short_names: &["po"],
+        has_status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "services",
+        singular: "service",
+        kind: "Service",
+        namespaced: true,
+        short_names: &["svc"],
+        has_status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        singular: "secret",
+        kind: "Secret",
+        namespaced: true,
+        short_names: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        singular: "configmap",
+        kind: "ConfigMap",
+        namespaced: true,
+        short_names: &["cm"],
+        has_status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        has_status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "persistentvolumeclaims",
+        singular: "persistentvolumeclaim",
+        kind: "PersistentVolumeClaim",
+        namespaced: true,
+        short_names: &["pvc"],
+        has_status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+        has_status: false,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        plural: "deployments",
+        singular: "deployment",
+        kind: "Deployment",
+        namespaced: true,
+        short_names: &["deploy"],
+        has_status: true,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        plural: "statefulsets",
+        singular: "statefulset",
+        kind: "StatefulSet",
+        namespaced: true,
+        short_names: &["sts"],
+        has_status: true,
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        singular: "job",
+        kind: "Job",
+        namespaced: true,
+        short_names: &[],
+        has_status: true,
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        plural: "cronjobs",
+        singular: "cronjob",
+        kind: "CronJob",
+        namespaced: true,
+        short_names: &["cj"],
+        has_status: true,
+    },
+    Builtin {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        singular: "lease",
+        kind: "Lease",
+        namespaced: true,
+        short_names: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        has_status: false,
+    },
+    Builtin {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        plural: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        kind: "CustomResourceDefinition",
+        namespaced: false,
+        short_names: &["crd", "crds"],
+        has_status: true,
+    },
 ];
 
 /// The known resources, keyed by group and plural.
@@ -127,7 +266,10 @@ impl Default for Registry {
                 kind: builtin.kind.to_string(),
                 namespaced: builtin.namespaced,
                 short_names: builtin.short_names.iter().map(|name| name.to_string()).collect(),
-                categories: if matches!(builtin.kind, "Pod" | "Service" | "Deployment" | "StatefulSet" | "Job" | "CronJob") {
+                categories: if matches!(
+                    builtin.kind,
+                    "Pod" | "Service" | "Deployment" | "StatefulSet" | "Job" | "CronJob"
+                ) {
                     vec!["all".to_string()]
                 } else {
                     Vec::new()
@@ -149,16 +291,21 @@ impl Registry {
     }
 
     /// The resource served at `group`/`version` under the plural `resource`.
-    pub(crate) fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&ResourceInfo> {
-        self.resources
-            .get(&GroupResource::new(group, resource))
-            .filter(|info| info.serves(version))
+    pub(crate) fn lookup(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<&ResourceInfo> {
+        self.resources.get(&GroupResource::new(group, resource)).filter(|info| info.serves(version))
     }
 
     /// The resource of a kind in an apiVersion (`v1`, `apps/v1`).
     pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
         let (group, version) = split_api_version(api_version);
-        self.resources.values().find(|info| info.group == group && info.kind == kind && info.serves(version))
+        self.resources
+            .values()
+            .find(|info| info.group == group && info.kind == kind && info.serves(version))
     }
 
     pub(crate) fn all(&self) -> impl Iterator<Item = &ResourceInfo> {
@@ -220,7 +367,8 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
     let names = spec.get("names").ok_or("spec.names: Required value")?;
     let plural =
         names.get("plural").and_then(Value::as_str).ok_or("spec.names.plural: Required value")?;
-    let kind = names.get("kind").and_then(Value::as_str).ok_or("spec.names.kind: Required value")?;
+    let kind =
+        names.get("kind").and_then(Value::as_str).ok_or("spec.names.kind: Required value")?;
     let singular = names
         .get("singular")
         .and_then(Value::as_str)
@@ -234,9 +382,12 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
     let expected_name = format!("{plural}.{group}");
     let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     if name != expected_name {
-        return Err(format!("metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"));
+        return Err(format!(
+            "metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"
+        ));
     }
-    let versions = spec.get("versions").and_then(Value::as_array).ok_or("spec.versions: Required value")?;
+    let versions =
+        spec.get("versions").and_then(Value::as_array).ok_or("spec.versions: Required value")?;
     let mut served = Vec::new();
     let mut storage_version = None;
     let mut has_status = false;
@@ -260,22 +411,45 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
             schemas.insert(version_name.to_string(), schema.clone());
         }
         if printer_columns.is_empty() {
-            if let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array) {
+            if let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array)
+            {
                 for column in columns {
                     printer_columns.push(PrinterColumn {
-                        name: column.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        type_: column.get("type").and_then(Value::as_str).unwrap_or("string").to_string(),
-                        format: column.get("format").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        description: column.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        name: column
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        type_: column
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .to_string(),
+                        format: column
+                            .get("format")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        description: column
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                         priority: column.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                        json_path: column.get("jsonPath").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        json_path: column
+                            .get("jsonPath")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                     });
                 }
             }
         }
     }
     if served.is_empty() {
-        return Err("spec.versions: Invalid value: must have at least one served version".to_string());
+        return Err(
+            "spec.versions: Invalid value: must have at least one served version".to_string()
+        );
     }
     if let Some(storage) = storage_version {
         served.retain(|version| version != &storage);

@@ -157,16 +157,20 @@ impl LabelSelector {
         self.requirements.iter().all(|requirement| match requirement {
             Requirement::Equals(key, value) => label(key) == Some(value.as_str()),
             Requirement::NotEquals(key, value) => label(key) != Some(value.as_str()),
-            Requirement::In(key, values) => label(key).is_some_and(|found| values.iter().any(|value| value == found)),
-            Requirement::NotIn(key, values) => !label(key).is_some_and(|found| values.iter().any(|value| value == found)),
+            Requirement::In(key, values) => {
+                label(key).is_some_and(|found| values.iter().any(|value| value == found))
+            }
+            Requirement::NotIn(key, values) => {
+                !label(key).is_some_and(|found| values.iter().any(|value| value == found))
+            }
             Requirement::Exists(key) => label(key).is_some(),
             Requirement::DoesNotExist(key) => label(key).is_none(),
-            Requirement::GreaterThan(key, bound) => {
-                label(key).and_then(|found| found.parse::<i64>().ok()).is_some_and(|found| found > *bound)
-            }
-            Requirement::LessThan(key, bound) => {
-                label(key).and_then(|found| found.parse::<i64>().ok()).is_some_and(|found| found < *bound)
-            }
+            Requirement::GreaterThan(key, bound) => label(key)
+                .and_then(|found| found.parse::<i64>().ok())
+                .is_some_and(|found| found > *bound),
+            Requirement::LessThan(key, bound) => label(key)
+                .and_then(|found| found.parse::<i64>().ok())
+                .is_some_and(|found| found < *bound),
         })
     }
 }
@@ -309,7 +313,9 @@ mod tests {
 
     #[test]
     fn field_selectors_check_support() {
-        let selector = FieldSelector::parse("metadata.name=a,metadata.namespace!=other", "", "ConfigMap").unwrap();
+        let selector =
+            FieldSelector::parse("metadata.name=a,metadata.namespace!=other", "", "ConfigMap")
+                .unwrap();
         assert!(selector.matches(&object()));
         let selector = FieldSelector::parse("metadata.name!=a", "", "ConfigMap").unwrap();
         assert!(!selector.matches(&object()));

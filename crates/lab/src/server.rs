@@ -85,13 +85,17 @@ pub(crate) enum Target {
 }
 
 pub(crate) fn parse_target(path: &str) -> Target {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|segment| !segment.is_empty()).collect();
+    let segments: Vec<&str> =
+        path.trim_matches('/').split('/').filter(|segment| !segment.is_empty()).collect();
     let (group, version, rest) = match segments.as_slice() {
         ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
         ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest),
         _ => return Target::NonResource,
     };
-    let resource_target = |namespace: Option<&str>, resource: &str, name: Option<&str>, subresource: Option<&str>| Target::Resource {
+    let resource_target = |namespace: Option<&str>,
+                           resource: &str,
+                           name: Option<&str>,
+                           subresource: Option<&str>| Target::Resource {
         group: group.to_string(),
         version: version.to_string(),
         resource: resource.to_string(),
@@ -101,18 +105,24 @@ pub(crate) fn parse_target(path: &str) -> Target {
     };
     match rest {
         ["namespaces", namespace, resource, tail @ ..]
-            if !(group.is_empty() && tail.is_empty() && matches!(*resource, "status" | "finalize")) =>
+            if !(group.is_empty()
+                && tail.is_empty()
+                && matches!(*resource, "status" | "finalize")) =>
         {
             match tail {
                 [] => resource_target(Some(namespace), resource, None, None),
                 [name] => resource_target(Some(namespace), resource, Some(name), None),
-                [name, subresource] => resource_target(Some(namespace), resource, Some(name), Some(subresource)),
+                [name, subresource] => {
+                    resource_target(Some(namespace), resource, Some(name), Some(subresource))
+                }
                 _ => Target::NonResource,
             }
         }
         [resource] => resource_target(None, resource, None, None),
         [resource, name] => resource_target(None, resource, Some(name), None),
-        [resource, name, subresource] => resource_target(None, resource, Some(name), Some(subresource)),
+        [resource, name, subresource] => {
+            resource_target(None, resource, Some(name), Some(subresource))
+        }
         _ => Target::NonResource,
     }
 }
@@ -180,8 +190,11 @@ pub(crate) fn verb_of(method: &Method, target: &Target, query: &HashMap<String, 
 pub(crate) fn json_response(code: u16, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut response = Response::new(Body::from(bytes));
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -190,7 +203,11 @@ pub(crate) fn error_response(error: &ApiError) -> Response {
 }
 
 /// Identity, fault injection, pause and the request log around every request.
-pub(crate) async fn middleware(AxumState(shared): AxumState<Arc<Shared>>, request: Request, next: Next) -> Response {
+pub(crate) async fn middleware(
+    AxumState(shared): AxumState<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let query_string = request.uri().query().unwrap_or_default().to_string();
@@ -203,7 +220,11 @@ pub(crate) async fn middleware(AxumState(shared): AxumState<Arc<Shared>>, reques
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok()).map(str::to_string);
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
     let user = {
         let settings = lock(&shared.settings).clone();
         match authorization.as_deref().and_then(|value| value.strip_prefix("Bearer ")) {
@@ -250,7 +271,9 @@ pub(crate) async fn middleware(AxumState(shared): AxumState<Arc<Shared>>, reques
             };
             lock(&shared.faults).retain(|fault| fault.times > 0);
             match action {
-                Some(FaultAction::Fail { code, message }) => json_response(code, &fault_status(code, &message)),
+                Some(FaultAction::Fail { code, message }) => {
+                    json_response(code, &fault_status(code, &message))
+                }
                 Some(FaultAction::Delay(delay)) => {
                     tokio::time::sleep(delay).await;
                     next.run(request).await
@@ -308,7 +331,12 @@ async fn handle(
                 name,
                 subresource,
                 query,
-                format: Format::from_accept(headers.get(header::ACCEPT).and_then(|value| value.to_str().ok()).unwrap_or_default()),
+                format: Format::from_accept(
+                    headers
+                        .get(header::ACCEPT)
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or_default(),
+                ),
                 field_manager_default: headers
                     .get(header::USER_AGENT)
                     .and_then(|value| value.to_str().ok())
@@ -318,9 +346,15 @@ async fn handle(
                     .take(128)
                     .collect(),
             };
-            let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or_default().to_string();
+            let content_type = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
             match serve_resource(&shared, &method, &request, &content_type, &body) {
-                Ok(Served::Object(code, object)) if request.events_v1 && request.format == Format::Json => {
+                Ok(Served::Object(code, object))
+                    if request.events_v1 && request.format == Format::Json =>
+                {
                     json_response(code, &events_out(object))
                 }
                 Ok(Served::Object(code, object)) => json_response(code, &object),
@@ -334,6 +368,8 @@ async fn handle(
 pub(crate) struct ResourceRequest {
     pub info: ResourceInfo,
     pub version: String,
+    /// Served as events.k8s.io/v1 (the info and version are core/v1's).
+    pub events_v1: bool,
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub subresource: Option<String>,
@@ -378,8 +414,10 @@ enum Served {
 }
 
 fn selectors(request: &ResourceRequest) -> Result<Selectors, ApiError> {
-    let labels = LabelSelector::parse(request.query.get("labelSelector").map(String::as_str).unwrap_or_default())
-        .map_err(ApiError::bad_request)?;
+    let labels = LabelSelector::parse(
+        request.query.get("labelSelector").map(String::as_str).unwrap_or_default(),
+    )
+    .map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(
         request.query.get("fieldSelector").map(String::as_str).unwrap_or_default(),
         &request.info.group,
@@ -389,7 +427,10 @@ fn selectors(request: &ResourceRequest) -> Result<Selectors, ApiError> {
     Ok(Selectors { labels, fields })
 }
 
-fn write_context(request: &ResourceRequest, require_manager: bool) -> Result<WriteContext, ApiError> {
+fn write_context(
+    request: &ResourceRequest,
+    require_manager: bool,
+) -> Result<WriteContext, ApiError> {
     let field_manager = match request.query.get("fieldManager") {
         Some(manager) if !manager.is_empty() => manager.clone(),
         _ if require_manager => {
@@ -461,7 +502,9 @@ fn serve_resource(
             return Err(ApiError::no_such_resource());
         }
         if !matches!(*method, Method::GET | Method::PUT | Method::PATCH) {
-            return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource")));
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource"
+            )));
         }
     }
     let namespace = request.namespace.as_deref();
@@ -471,7 +514,10 @@ fn serve_resource(
             let state = lock(&shared.state);
             let object = state.get(info, namespace, name)?;
             let presented = State::present(info, version, &object);
-            Ok(Served::Object(200, table::render_object(&request.format, info, presented, state.resource_version())))
+            Ok(Served::Object(
+                200,
+                table::render_object(&request.format, info, presented, state.resource_version()),
+            ))
         }
         (Method::GET, None) if is_true(request.query.get("watch")) => {
             let plan = watch_stream::plan(shared, request, selectors(request)?)?;
@@ -492,11 +538,13 @@ fn serve_resource(
             let object = events_in(request, parse_body(body)?);
             let ctx = write_context(request, false)?;
             let mut state = lock(&shared.state);
-            let updated = state.update(info, version, namespace, name, object, subresource, &ctx, None)?;
+            let updated =
+                state.update(info, version, namespace, name, object, subresource, &ctx, None)?;
             Ok(Served::Object(200, updated))
         }
         (Method::PATCH, Some(name)) => {
-            let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| unsupported_patch(info.custom))?;
+            let patch_type = PatchType::from_content_type(content_type)
+                .ok_or_else(|| unsupported_patch(info.custom))?;
             if patch_type == PatchType::Strategic && info.custom {
                 return Err(unsupported_patch(true));
             }
@@ -507,8 +555,12 @@ fn serve_resource(
                 if !applied.is_object() {
                     return Err(ApiError::bad_request("the apply configuration is not an object"));
                 }
-                if request.events_v1 && applied.get("apiVersion").and_then(Value::as_str) != Some("events.k8s.io/v1") {
-                    return Err(ApiError::bad_request("the apply configuration must set apiVersion events.k8s.io/v1 and kind Event"));
+                if request.events_v1
+                    && applied.get("apiVersion").and_then(Value::as_str) != Some("events.k8s.io/v1")
+                {
+                    return Err(ApiError::bad_request(
+                        "the apply configuration must set apiVersion events.k8s.io/v1 and kind Event",
+                    ));
                 }
                 let applied = events_in(request, applied);
                 let expected = info.api_version(version);
@@ -520,7 +572,9 @@ fn serve_resource(
                         info.kind
                     )));
                 }
-                if crate::store::meta_str(&applied, "name").is_some_and(|applied_name| applied_name != name) {
+                if crate::store::meta_str(&applied, "name")
+                    .is_some_and(|applied_name| applied_name != name)
+                {
                     return Err(ApiError::bad_request(format!(
                         "the name of the object ({}) does not match the name on the URL ({name})",
                         crate::store::meta_str(&applied, "name").unwrap_or_default()
@@ -533,14 +587,25 @@ fn serve_resource(
                         }
                         let mut object = applied.clone();
                         object["metadata"]["name"] = json!(name);
-                        let created = state.create(info, version, namespace, object, &ctx, Some(applied))?;
+                        let created =
+                            state.create(info, version, namespace, object, &ctx, Some(applied))?;
                         Ok(Served::Object(201, created))
                     }
                     Err(error) => Err(error),
                     Ok(live) => {
                         let live = State::present(info, version, &live);
-                        let (merged, managed) = managed::apply(info, version, &live, &applied, &ctx, subresource)?;
-                        let updated = state.update(info, version, namespace, name, merged, subresource, &ctx, Some(managed))?;
+                        let (merged, managed) =
+                            managed::apply(info, version, &live, &applied, &ctx, subresource)?;
+                        let updated = state.update(
+                            info,
+                            version,
+                            namespace,
+                            name,
+                            merged,
+                            subresource,
+                            &ctx,
+                            Some(managed),
+                        )?;
                         Ok(Served::Object(200, updated))
                     }
                 };
@@ -553,7 +618,8 @@ fn serve_resource(
             } else {
                 apply_patch(patch_type, &live, body)?
             };
-            let updated = state.update(info, version, namespace, name, patched, subresource, &ctx, None)?;
+            let updated =
+                state.update(info, version, namespace, name, patched, subresource, &ctx, None)?;
             Ok(Served::Object(200, updated))
         }
         (Method::DELETE, Some(name)) => {
@@ -568,10 +634,17 @@ fn serve_resource(
             let ctx = write_context(request, false)?;
             let selectors = selectors(request)?;
             let mut state = lock(&shared.state);
-            let names: Vec<ObjectKey> = state.select(info, namespace, &selectors, None).map(|(key, _)| key.clone()).collect();
+            let names: Vec<ObjectKey> = state
+                .select(info, namespace, &selectors, None)
+                .map(|(key, _)| key.clone())
+                .collect();
             let mut items = Vec::new();
             for (object_namespace, object_name) in names {
-                let object_namespace = if object_namespace.is_empty() { None } else { Some(object_namespace.as_str()) };
+                let object_namespace = if object_namespace.is_empty() {
+                    None
+                } else {
+                    Some(object_namespace.as_str())
+                };
                 match state.delete(info, version, object_namespace, &object_name, &options, &ctx) {
                     Ok((object, _)) => items.push(object),
                     Err(error) if error.code == 404 => {}
@@ -586,7 +659,9 @@ fn serve_resource(
             });
             Ok(Served::Object(200, list))
         }
-        _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 
@@ -594,13 +669,17 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
     let info = &request.info;
     let selectors = selectors(request)?;
     let limit = match request.query.get("limit") {
-        Some(limit) if !limit.is_empty() => {
-            limit.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit: {limit}")))?
-        }
+        Some(limit) if !limit.is_empty() => limit
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {limit}")))?,
         _ => 0,
     };
     let state = lock(&shared.state);
-    let (list_version, after) = match request.query.get("continue").filter(|token| !token.is_empty()) {
+    let (list_version, after) = match request
+        .query
+        .get("continue")
+        .filter(|token| !token.is_empty())
+    {
         Some(token) => {
             let (resource_version, key) = decode_continue(token)?;
             if resource_version < state.history_floor() {
@@ -652,7 +731,9 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
 
 pub(crate) fn not_found_page() -> Response {
     let mut response = (StatusCode::NOT_FOUND, "404 page not found\n").into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
 
@@ -662,7 +743,11 @@ mod tests {
 
     #[test]
     fn paths_parse_like_the_api_server_routes() {
-        let resource = |group: &str, resource: &str, namespace: Option<&str>, name: Option<&str>, subresource: Option<&str>| Target::Resource {
+        let resource = |group: &str,
+                        resource: &str,
+                        namespace: Option<&str>,
+                        name: Option<&str>,
+                        subresource: Option<&str>| Target::Resource {
             group: group.to_string(),
             version: "v1".to_string(),
             resource: resource.to_string(),
@@ -670,13 +755,34 @@ mod tests {
             name: name.map(str::to_string),
             subresource: subresource.map(str::to_string),
         };
-        assert_eq!(parse_target("/api/v1/namespaces"), resource("", "namespaces", None, None, None));
-        assert_eq!(parse_target("/api/v1/namespaces/a"), resource("", "namespaces", None, Some("a"), None));
-        assert_eq!(parse_target("/api/v1/namespaces/a/status"), resource("", "namespaces", None, Some("a"), Some("status")));
-        assert_eq!(parse_target("/api/v1/namespaces/a/pods"), resource("", "pods", Some("a"), None, None));
-        assert_eq!(parse_target("/api/v1/namespaces/a/pods/p/status"), resource("", "pods", Some("a"), Some("p"), Some("status")));
-        assert_eq!(parse_target("/apis/x.io/v1/namespaces/a/ws/w"), resource("x.io", "ws", Some("a"), Some("w"), None));
-        assert_eq!(parse_target("/apis/x.io/v1/clusters/c"), resource("x.io", "clusters", None, Some("c"), None));
+        assert_eq!(
+            parse_target("/api/v1/namespaces"),
+            resource("", "namespaces", None, None, None)
+        );
+        assert_eq!(
+            parse_target("/api/v1/namespaces/a"),
+            resource("", "namespaces", None, Some("a"), None)
+        );
+        assert_eq!(
+            parse_target("/api/v1/namespaces/a/status"),
+            resource("", "namespaces", None, Some("a"), Some("status"))
+        );
+        assert_eq!(
+            parse_target("/api/v1/namespaces/a/pods"),
+            resource("", "pods", Some("a"), None, None)
+        );
+        assert_eq!(
+            parse_target("/api/v1/namespaces/a/pods/p/status"),
+            resource("", "pods", Some("a"), Some("p"), Some("status"))
+        );
+        assert_eq!(
+            parse_target("/apis/x.io/v1/namespaces/a/ws/w"),
+            resource("x.io", "ws", Some("a"), Some("w"), None)
+        );
+        assert_eq!(
+            parse_target("/apis/x.io/v1/clusters/c"),
+            resource("x.io", "clusters", None, Some("c"), None)
+        );
         assert_eq!(parse_target("/apis/x.io/v1"), Target::NonResource);
         assert_eq!(parse_target("/version"), Target::NonResource);
     }

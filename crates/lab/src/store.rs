@@ -93,7 +93,9 @@ fn is_dns_subdomain(name: &str) -> bool {
         && name.len() <= 253
         && name.split('.').all(|label| {
             !label.is_empty()
-                && label.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+                && label
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         })
@@ -200,7 +202,13 @@ impl State {
         self.resource_version
     }
 
-    fn record(&mut self, group_resource: &GroupResource, event_type: EventType, object: Arc<Value>, previous: Option<Arc<Value>>) {
+    fn record(
+        &mut self,
+        group_resource: &GroupResource,
+        event_type: EventType,
+        object: Arc<Value>,
+        previous: Option<Arc<Value>>,
+    ) {
         let resource_version = self.resource_version;
         let change = Arc::new(Change {
             resource_version,
@@ -215,12 +223,17 @@ impl State {
         let _ = self.sender.send(change);
     }
 
-    pub(crate) fn objects_of(&self, group_resource: &GroupResource) -> impl Iterator<Item = (&ObjectKey, &Arc<Value>)> {
+    pub(crate) fn objects_of(
+        &self,
+        group_resource: &GroupResource,
+    ) -> impl Iterator<Item = (&ObjectKey, &Arc<Value>)> {
         self.objects.get(group_resource).into_iter().flatten()
     }
 
     pub(crate) fn all_objects(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
-        self.objects.iter().flat_map(|(group_resource, objects)| objects.values().map(move |object| (group_resource, object)))
+        self.objects.iter().flat_map(|(group_resource, objects)| {
+            objects.values().map(move |object| (group_resource, object))
+        })
     }
 
     fn stored(&self, group_resource: &GroupResource, key: &ObjectKey) -> Option<Arc<Value>> {
@@ -266,7 +279,12 @@ impl State {
         object
     }
 
-    pub(crate) fn get(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Arc<Value>, ApiError> {
+    pub(crate) fn get(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
         self.stored(&info.group_resource(), &Self::key(info, namespace, name))
             .ok_or_else(|| ApiError::not_found(Self::subject(info, name)))
     }
@@ -369,7 +387,10 @@ impl State {
             }
             name = loop {
                 let candidate = format!("{prefix}{}", random_suffix());
-                if self.stored(&info.group_resource(), &(namespace.clone(), candidate.clone())).is_none() {
+                if self
+                    .stored(&info.group_resource(), &(namespace.clone(), candidate.clone()))
+                    .is_none()
+                {
                     break candidate;
                 }
             };
@@ -395,7 +416,9 @@ impl State {
         object["apiVersion"] = json!(info.api_version(info.preferred_version()));
         object["kind"] = json!(info.kind);
         {
-            let Some(metadata) = metadata_mut(&mut object) else { return Err(ApiError::bad_request("the body of the request is not a JSON object")) };
+            let Some(metadata) = metadata_mut(&mut object) else {
+                return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+            };
             metadata.insert("name".to_string(), json!(name));
             if info.namespaced {
                 metadata.insert("namespace".to_string(), json!(namespace));
@@ -430,9 +453,15 @@ impl State {
         let resource_version = self.next_resource_version();
         set_meta(&mut object, "resourceVersion", json!(resource_version.to_string()));
         if info.group == "apiextensions.k8s.io" {
-            self.registry
-                .register_crd(&object)
-                .map_err(|message| ApiError::invalid(&info.kind, Self::subject(info, &name), "spec", "FieldValueInvalid", &message))?;
+            self.registry.register_crd(&object).map_err(|message| {
+                ApiError::invalid(
+                    &info.kind,
+                    Self::subject(info, &name),
+                    "spec",
+                    "FieldValueInvalid",
+                    &message,
+                )
+            })?;
         }
         let object = Arc::new(object);
         self.objects.entry(info.group_resource()).or_default().insert(key, object.clone());
@@ -487,7 +516,9 @@ impl State {
         applied: Option<managed::Applied>,
     ) -> Result<Value, ApiError> {
         let key = Self::key(info, namespace, name);
-        let old = self.stored(&info.group_resource(), &key).ok_or_else(|| ApiError::not_found(Self::subject(info, name)))?;
+        let old = self
+            .stored(&info.group_resource(), &key)
+            .ok_or_else(|| ApiError::not_found(Self::subject(info, name)))?;
         if !object.is_object() {
             return Err(ApiError::bad_request("the body of the request is not a JSON object"));
         }
@@ -499,7 +530,9 @@ impl State {
             }
         }
         if info.namespaced {
-            if let Some(body_namespace) = meta_str(&object, "namespace").filter(|namespace| !namespace.is_empty()) {
+            if let Some(body_namespace) =
+                meta_str(&object, "namespace").filter(|namespace| !namespace.is_empty())
+            {
                 if body_namespace != key.0 {
                     return Err(ApiError::bad_request(
                         "the namespace of the provided object does not match the namespace sent on the request",
@@ -528,7 +561,10 @@ impl State {
             if Some(uid) != meta_str(&old, "uid") {
                 return Err(ApiError::conflict(
                     Self::subject(info, name),
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str(&old, "uid").unwrap_or_default()),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta_str(&old, "uid").unwrap_or_default()
+                    ),
                 ));
             }
         }
@@ -562,9 +598,21 @@ impl State {
         object["apiVersion"] = json!(info.api_version(info.preferred_version()));
         object["kind"] = json!(info.kind);
         {
-            let old_metadata = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
-            let Some(metadata) = metadata_mut(&mut object) else { return Err(ApiError::bad_request("the body of the request is not a JSON object")) };
-            for field in ["name", "namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+            let old_metadata =
+                old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+            let Some(metadata) = metadata_mut(&mut object) else {
+                return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+            };
+            for field in [
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "generation",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "resourceVersion",
+            ] {
                 match old_metadata.get(field) {
                     Some(value) => metadata.insert(field.to_string(), value.clone()),
                     None => metadata.remove(field),
@@ -574,26 +622,42 @@ impl State {
         }
         if meta_str(&old, "deletionTimestamp").is_some() {
             let before: BTreeSet<String> = finalizers(&old).into_iter().collect();
-            let added: Vec<String> = finalizers(&object).into_iter().filter(|finalizer| !before.contains(finalizer)).collect();
+            let added: Vec<String> = finalizers(&object)
+                .into_iter()
+                .filter(|finalizer| !before.contains(finalizer))
+                .collect();
             if !added.is_empty() {
                 return Err(ApiError::invalid(
                     &info.kind,
                     Self::subject(info, name),
                     "metadata.finalizers",
                     "FieldValueForbidden",
-                    &format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                    &format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
                 ));
             }
         }
         let managed_fields = match &applied {
             Some(applied) => applied.managed_fields.clone(),
             None => {
-                let old_managed = old.pointer("/metadata/managedFields").cloned().unwrap_or(Value::Null);
-                managed::update_entries(info, version, Some(&old), &object, &old_managed, ctx, subresource)
+                let old_managed =
+                    old.pointer("/metadata/managedFields").cloned().unwrap_or(Value::Null);
+                managed::update_entries(
+                    info,
+                    version,
+                    Some(&old),
+                    &object,
+                    &old_managed,
+                    ctx,
+                    subresource,
+                )
             }
         };
         {
-            let Some(metadata) = metadata_mut(&mut object) else { return Err(ApiError::bad_request("the body of the request is not a JSON object")) };
+            let Some(metadata) = metadata_mut(&mut object) else {
+                return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+            };
             if managed_fields.as_array().is_none_or(Vec::is_empty) {
                 metadata.remove("managedFields");
             } else {
@@ -601,7 +665,8 @@ impl State {
             }
         }
         if spec_view(info, &old) != spec_view(info, &object) {
-            let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+            let generation =
+                old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             set_meta(&mut object, "generation", json!(generation + 1));
         }
         if object == *old {
@@ -613,9 +678,15 @@ impl State {
         let resource_version = self.next_resource_version();
         set_meta(&mut object, "resourceVersion", json!(resource_version.to_string()));
         if info.group == "apiextensions.k8s.io" && subresource.is_none() {
-            self.registry
-                .register_crd(&object)
-                .map_err(|message| ApiError::invalid(&info.kind, Self::subject(info, name), "spec", "FieldValueInvalid", &message))?;
+            self.registry.register_crd(&object).map_err(|message| {
+                ApiError::invalid(
+                    &info.kind,
+                    Self::subject(info, name),
+                    "spec",
+                    "FieldValueInvalid",
+                    &message,
+                )
+            })?;
         }
         let object = Arc::new(object);
         if meta_str(&object, "deletionTimestamp").is_some() && finalizers(&object).is_empty() {
@@ -670,7 +741,8 @@ impl State {
 
     /// Deletes every object in a namespace being deleted (what the namespace controller does).
     fn empty_namespace(&mut self, namespace: &str) {
-        let infos: Vec<ResourceInfo> = self.registry.all().filter(|info| info.namespaced).cloned().collect();
+        let infos: Vec<ResourceInfo> =
+            self.registry.all().filter(|info| info.namespaced).cloned().collect();
         let now = now_rfc3339();
         for info in infos {
             let names: Vec<String> = self
@@ -679,8 +751,20 @@ impl State {
                 .map(|(key, _)| key.1.clone())
                 .collect();
             for name in names {
-                let ctx = WriteContext { field_manager: String::new(), dry_run: false, force: false, now: now.clone() };
-                if let Err(error) = self.delete(&info, info.preferred_version(), Some(namespace), &name, &Value::Null, &ctx) {
+                let ctx = WriteContext {
+                    field_manager: String::new(),
+                    dry_run: false,
+                    force: false,
+                    now: now.clone(),
+                };
+                if let Err(error) = self.delete(
+                    &info,
+                    info.preferred_version(),
+                    Some(namespace),
+                    &name,
+                    &Value::Null,
+                    &ctx,
+                ) {
                     tracing::debug!(%error, %name, "deleting namespace content");
                 }
             }
@@ -720,10 +804,15 @@ impl State {
         let mut orphans = Vec::new();
         for (group_resource, objects) in &self.objects {
             for (key, object) in objects {
-                let Some(owners) = object.pointer("/metadata/ownerReferences").and_then(Value::as_array) else {
+                let Some(owners) =
+                    object.pointer("/metadata/ownerReferences").and_then(Value::as_array)
+                else {
                     continue;
                 };
-                if owners.iter().any(|owner| owner.get("uid").and_then(Value::as_str) == Some(removed_uid)) {
+                if owners
+                    .iter()
+                    .any(|owner| owner.get("uid").and_then(Value::as_str) == Some(removed_uid))
+                {
                     orphans.push((group_resource.clone(), key.clone(), owners.clone()));
                 }
             }
@@ -731,17 +820,29 @@ impl State {
         if orphans.is_empty() {
             return;
         }
-        let live: BTreeSet<String> = self.all_objects().filter_map(|(_, object)| meta_str(object, "uid").map(str::to_string)).collect();
+        let live: BTreeSet<String> = self
+            .all_objects()
+            .filter_map(|(_, object)| meta_str(object, "uid").map(str::to_string))
+            .collect();
         let now = now_rfc3339();
         for (group_resource, key, owners) in orphans {
-            let any_owner_left = owners.iter().any(|owner| owner.get("uid").and_then(Value::as_str).is_some_and(|uid| live.contains(uid)));
+            let any_owner_left = owners.iter().any(|owner| {
+                owner.get("uid").and_then(Value::as_str).is_some_and(|uid| live.contains(uid))
+            });
             if any_owner_left {
                 continue;
             }
             let Some(info) = self.registry.get(&group_resource).cloned() else { continue };
             let namespace = if key.0.is_empty() { None } else { Some(key.0.as_str()) };
-            let ctx = WriteContext { field_manager: String::new(), dry_run: false, force: false, now: now.clone() };
-            if let Err(error) = self.delete(&info, info.preferred_version(), namespace, &key.1, &Value::Null, &ctx) {
+            let ctx = WriteContext {
+                field_manager: String::new(),
+                dry_run: false,
+                force: false,
+                now: now.clone(),
+            };
+            if let Err(error) =
+                self.delete(&info, info.preferred_version(), namespace, &key.1, &Value::Null, &ctx)
+            {
                 tracing::debug!(%error, name = %key.1, "garbage collecting a dependent");
             }
         }
@@ -758,28 +859,38 @@ impl State {
         ctx: &WriteContext,
     ) -> Result<(Value, u16), ApiError> {
         let key = Self::key(info, namespace, name);
-        let old = self.stored(&info.group_resource(), &key).ok_or_else(|| ApiError::not_found(Self::subject(info, name)))?;
+        let old = self
+            .stored(&info.group_resource(), &key)
+            .ok_or_else(|| ApiError::not_found(Self::subject(info, name)))?;
         if let Some(uid) = options.pointer("/preconditions/uid").and_then(Value::as_str) {
             let actual = meta_str(&old, "uid").unwrap_or_default();
             if uid != actual {
                 return Err(ApiError::conflict(
                     Self::subject(info, name),
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    ),
                 ));
             }
         }
-        if let Some(resource_version) = options.pointer("/preconditions/resourceVersion").and_then(Value::as_str) {
+        if let Some(resource_version) =
+            options.pointer("/preconditions/resourceVersion").and_then(Value::as_str)
+        {
             let actual = meta_str(&old, "resourceVersion").unwrap_or_default();
             if resource_version != actual {
                 return Err(ApiError::conflict(
                     Self::subject(info, name),
-                    &format!("Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {actual}"),
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {actual}"
+                    ),
                 ));
             }
         }
         let is_namespace = info.group.is_empty() && info.kind == "Namespace";
         if is_namespace && INITIAL_NAMESPACES[..3].contains(&name) {
-            return Err(ApiError::forbidden(format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted")));
+            return Err(ApiError::forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            )));
         }
         let keeps = !finalizers(&old).is_empty() || (is_namespace && self.namespace_occupied(name));
         if keeps {
@@ -788,7 +899,11 @@ impl State {
             }
             let mut object = (*old).clone();
             {
-                let Some(metadata) = metadata_mut(&mut object) else { return Err(ApiError::bad_request("the body of the request is not a JSON object")) };
+                let Some(metadata) = metadata_mut(&mut object) else {
+                    return Err(ApiError::bad_request(
+                        "the body of the request is not a JSON object",
+                    ));
+                };
                 metadata.insert("deletionTimestamp".to_string(), json!(ctx.now));
                 metadata.insert("deletionGracePeriodSeconds".to_string(), json!(0));
             }
@@ -806,7 +921,8 @@ impl State {
             if is_namespace {
                 self.empty_namespace(name);
                 self.finish_namespace_if_empty(name);
-                let current = self.stored(&info.group_resource(), &(String::new(), name.to_string()));
+                let current =
+                    self.stored(&info.group_resource(), &(String::new(), name.to_string()));
                 return Ok(match current {
                     Some(current) => (Self::present(info, version, &current), 202),
                     None => (Self::present(info, version, &object), 200),
@@ -843,5 +959,8 @@ pub(crate) fn now_rfc3339() -> String {
 
 fn random_suffix() -> String {
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes[..5].iter().map(|byte| char::from(NAME_ALPHABET[usize::from(*byte) % NAME_ALPHABET.len()])).collect()
+    bytes[..5]
+        .iter()
+        .map(|byte| char::from(NAME_ALPHABET[usize::from(*byte) % NAME_ALPHABET.len()]))
+        .collect()
 }

@@ -9,9 +9,13 @@ use crate::registry::{PrinterColumn, ResourceInfo};
 pub(crate) enum Format {
     Json,
     /// `as=Table`, with the meta.k8s.io version asked for and `includeObject` unknown yet.
-    Table { version: String },
+    Table {
+        version: String,
+    },
     /// `as=PartialObjectMetadata` or `as=PartialObjectMetadataList`.
-    Metadata { version: String },
+    Metadata {
+        version: String,
+    },
 }
 
 impl Format {
@@ -39,9 +43,10 @@ impl Format {
                 (Some("Table"), Some("meta.k8s.io")) if version == "v1" || version == "v1beta1" => {
                     return Self::Table { version };
                 }
-                (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io"))
-                    if version == "v1" || version == "v1beta1" =>
-                {
+                (
+                    Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
+                    Some("meta.k8s.io"),
+                ) if version == "v1" || version == "v1beta1" => {
                     return Self::Metadata { version };
                 }
                 _ => continue,
@@ -82,7 +87,8 @@ fn printer_columns(info: &ResourceInfo) -> Vec<PrinterColumn> {
 /// Evaluates the JSONPath subset CRD printer columns use: `.a.b`, `.a[0]`, `.a[?(@.k=="v")].b`.
 pub(crate) fn json_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
     let mut current = object;
-    let mut rest = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let mut rest =
+        path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
     while !rest.is_empty() {
         if let Some(after_dot) = rest.strip_prefix('.') {
             let end = after_dot.find(['.', '[']).unwrap_or(after_dot.len());
@@ -92,9 +98,12 @@ pub(crate) fn json_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> 
             let end = after_bracket.find(']')?;
             let inside = &after_bracket[..end];
             rest = &after_bracket[end + 1..];
-            if let Some(filter) = inside.strip_prefix("?(@.").and_then(|filter| filter.strip_suffix(')')) {
+            if let Some(filter) =
+                inside.strip_prefix("?(@.").and_then(|filter| filter.strip_suffix(')'))
+            {
                 let (field, wanted) = filter.split_once("==")?;
-                let wanted = wanted.trim().trim_matches(|character| character == '"' || character == '\'');
+                let wanted =
+                    wanted.trim().trim_matches(|character| character == '"' || character == '\'');
                 current = current.as_array()?.iter().find(|item| {
                     item.get(field.trim()).is_some_and(|value| match value {
                         Value::String(text) => text == wanted,
@@ -114,10 +123,14 @@ pub(crate) fn json_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> 
 fn cell(object: &Value, column: &PrinterColumn) -> Value {
     match json_path(object, &column.json_path) {
         None | Some(Value::Null) => Value::Null,
-        Some(value) if column.type_ == "date" => match value.as_str().and_then(|text| text.parse::<jiff::Timestamp>().ok()) {
-            Some(timestamp) => json!(human_duration(jiff::Timestamp::now().as_second() - timestamp.as_second())),
-            None => value.clone(),
-        },
+        Some(value) if column.type_ == "date" => {
+            match value.as_str().and_then(|text| text.parse::<jiff::Timestamp>().ok()) {
+                Some(timestamp) => json!(human_duration(
+                    jiff::Timestamp::now().as_second() - timestamp.as_second()
+                )),
+                None => value.clone(),
+            }
+        }
         Some(value) => value.clone(),
     }
 }
@@ -169,7 +182,12 @@ pub(crate) fn row(info: &ResourceInfo, version: &str, object: &Value) -> Value {
 }
 
 /// A table of the given rows, as the API server answers `as=Table`.
-pub(crate) fn table(info: &ResourceInfo, version: &str, rows: Vec<Value>, metadata: Value) -> Value {
+pub(crate) fn table(
+    info: &ResourceInfo,
+    version: &str,
+    rows: Vec<Value>,
+    metadata: Value,
+) -> Value {
     json!({
         "kind": "Table",
         "apiVersion": format!("meta.k8s.io/{version}"),
@@ -179,12 +197,22 @@ pub(crate) fn table(info: &ResourceInfo, version: &str, rows: Vec<Value>, metada
     })
 }
 
-pub(crate) fn render_object(format: &Format, info: &ResourceInfo, object: Value, resource_version: u64) -> Value {
+pub(crate) fn render_object(
+    format: &Format,
+    info: &ResourceInfo,
+    object: Value,
+    resource_version: u64,
+) -> Value {
     match format {
         Format::Json => object,
         Format::Table { version } => {
             let row = row(info, version, &object);
-            table(info, version, vec![row], json!({ "resourceVersion": resource_version.to_string() }))
+            table(
+                info,
+                version,
+                vec![row],
+                json!({ "resourceVersion": resource_version.to_string() }),
+            )
         }
         Format::Metadata { version } => partial_metadata(version, &object),
     }
@@ -214,7 +242,12 @@ pub(crate) fn render_event_object(format: &Format, info: &ResourceInfo, object: 
         Format::Json => object,
         Format::Table { version } => {
             let row = row(info, version, &object);
-            table(info, version, vec![row], json!({ "resourceVersion": object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null) }))
+            table(
+                info,
+                version,
+                vec![row],
+                json!({ "resourceVersion": object.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null) }),
+            )
         }
         Format::Metadata { version } => partial_metadata(version, &object),
     }
@@ -234,13 +267,19 @@ mod tests {
             Format::from_accept("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
             Format::Metadata { version: "v1".to_string() }
         );
-        assert_eq!(Format::from_accept("application/json;as=Unknown;g=x;v=v1,application/json"), Format::Json);
+        assert_eq!(
+            Format::from_accept("application/json;as=Unknown;g=x;v=v1,application/json"),
+            Format::Json
+        );
     }
 
     #[test]
     fn json_paths_of_printer_columns() {
         let object = json!({"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}, "spec": {"n": [1, 2]}});
-        assert_eq!(json_path(&object, ".status.conditions[?(@.type==\"Ready\")].status"), Some(&json!("True")));
+        assert_eq!(
+            json_path(&object, ".status.conditions[?(@.type==\"Ready\")].status"),
+            Some(&json!("True"))
+        );
         assert_eq!(json_path(&object, ".spec.n[1]"), Some(&json!(2)));
         assert_eq!(json_path(&object, ".spec.missing"), None);
     }

@@ -23,12 +23,19 @@ fn tls_error(error: impl std::fmt::Display) -> Error {
 }
 
 pub(crate) fn generate() -> Result<TlsMaterial, Error> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose, SanType,
+    };
     let ca_key = KeyPair::generate().map_err(tls_error)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_error)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.distinguished_name.push(DnType::CommonName, "bloodraven-lab-ca");
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_cert = ca_params.self_signed(&ca_key).map_err(tls_error)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
@@ -48,7 +55,10 @@ pub(crate) fn generate() -> Result<TlsMaterial, Error> {
         .with_single_cert(vec![server_cert.der().clone()], key)
         .map_err(tls_error)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsMaterial { ca_pem: ca_cert.pem(), acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)) })
+    Ok(TlsMaterial {
+        ca_pem: ca_cert.pem(),
+        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    })
 }
 
 /// Serves `router` over TLS until `shutdown` fires; then ends watches and open connections.

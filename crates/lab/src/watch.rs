@@ -39,13 +39,20 @@ pub(crate) struct WatchPlan {
 }
 
 fn event_line(event_type: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({ "type": event_type, "object": object })).unwrap_or_default();
+    let mut line =
+        serde_json::to_vec(&json!({ "type": event_type, "object": object })).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
 
-fn bookmark(info: &ResourceInfo, version: &str, resource_version: u64, initial_events_end: bool) -> Value {
-    let mut metadata = json!({ "resourceVersion": resource_version.to_string(), "creationTimestamp": null });
+fn bookmark(
+    info: &ResourceInfo,
+    version: &str,
+    resource_version: u64,
+    initial_events_end: bool,
+) -> Value {
+    let mut metadata =
+        json!({ "resourceVersion": resource_version.to_string(), "creationTimestamp": null });
     if initial_events_end {
         metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
     }
@@ -63,7 +70,8 @@ impl WatchPlan {
 
     fn matches(&self, object: &Value) -> bool {
         let namespace_matches = self.namespace.as_ref().is_none_or(|namespace| {
-            object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace.as_str())
+            object.pointer("/metadata/namespace").and_then(Value::as_str)
+                == Some(namespace.as_str())
         });
         namespace_matches && self.selectors.matches(object)
     }
@@ -92,16 +100,26 @@ fn parse_version(text: &str) -> Result<u64, ApiError> {
 }
 
 /// Fixes the starting point of a watch.
-pub(crate) fn plan(shared: &Arc<Shared>, request: &ResourceRequest, selectors: Selectors) -> Result<WatchPlan, ApiError> {
+pub(crate) fn plan(
+    shared: &Arc<Shared>,
+    request: &ResourceRequest,
+    selectors: Selectors,
+) -> Result<WatchPlan, ApiError> {
     let settings = lock(&shared.settings).clone();
     let timeout = match request.query.get("timeoutSeconds") {
-        Some(seconds) if !seconds.is_empty() => {
-            Duration::from_secs(seconds.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {seconds}")))?)
-        }
+        Some(seconds) if !seconds.is_empty() => Duration::from_secs(
+            seconds
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {seconds}")))?,
+        ),
         _ => settings.default_watch_timeout,
     };
-    let bookmarks = request.query.get("allowWatchBookmarks").is_some_and(|value| value == "true" || value == "1");
-    let send_initial = request.query.get("sendInitialEvents").map(|value| value == "true" || value == "1");
+    let bookmarks = request
+        .query
+        .get("allowWatchBookmarks")
+        .is_some_and(|value| value == "true" || value == "1");
+    let send_initial =
+        request.query.get("sendInitialEvents").map(|value| value == "true" || value == "1");
     let requested = request.query.get("resourceVersion").filter(|version| !version.is_empty());
     let mut plan = WatchPlan {
         info: request.info.clone(),
@@ -143,7 +161,10 @@ pub(crate) fn plan(shared: &Arc<Shared>, request: &ResourceRequest, selectors: S
     };
     match state.changes_since(from) {
         None => {
-            plan.error = Some(ApiError::gone(format!("too old resource version: {from} ({})", state.history_floor() + 1)));
+            plan.error = Some(ApiError::gone(format!(
+                "too old resource version: {from} ({})",
+                state.history_floor() + 1
+            )));
         }
         Some(changes) => {
             for change in changes {
@@ -166,7 +187,9 @@ pub(crate) fn respond(shared: Arc<Shared>, plan: WatchPlan) -> Response {
     });
     let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = StatusCode::OK;
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -189,7 +212,10 @@ async fn run(shared: Arc<Shared>, mut plan: WatchPlan, sender: mpsc::Sender<Byte
     let bookmark_interval = lock(&shared.settings).bookmark_interval;
     let deadline = tokio::time::sleep(plan.timeout);
     tokio::pin!(deadline);
-    let mut bookmark_timer = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_interval, bookmark_interval);
+    let mut bookmark_timer = tokio::time::interval_at(
+        tokio::time::Instant::now() + bookmark_interval,
+        bookmark_interval,
+    );
     let mut last_sent = plan.start_version;
     loop {
         tokio::select! {

@@ -11,7 +11,9 @@ fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
-            labels: Some(labels.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect()),
+            labels: Some(
+                labels.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect(),
+            ),
             ..ObjectMeta::default()
         },
         data: Some([("key".to_string(), "value".to_string())].into()),
@@ -83,12 +85,19 @@ async fn generate_name_and_validation() {
         let invalid = api_status(maps.create(&PostParams::default(), &nameless).await.unwrap_err());
         assert_eq!((invalid.code, invalid.reason.as_str()), (422, "Invalid"));
 
-        let bad_name = api_status(maps.create(&PostParams::default(), &config_map("Not_Valid", &[])).await.unwrap_err());
+        let bad_name = api_status(
+            maps.create(&PostParams::default(), &config_map("Not_Valid", &[])).await.unwrap_err(),
+        );
         assert_eq!(bad_name.code, 422);
 
         let elsewhere: Api<ConfigMap> = Api::namespaced(client(&lab).await, "nowhere");
-        let no_namespace = api_status(elsewhere.create(&PostParams::default(), &config_map("x", &[])).await.unwrap_err());
-        assert_eq!((no_namespace.code, no_namespace.message.as_str()), (404, "namespaces \"nowhere\" not found"));
+        let no_namespace = api_status(
+            elsewhere.create(&PostParams::default(), &config_map("x", &[])).await.unwrap_err(),
+        );
+        assert_eq!(
+            (no_namespace.code, no_namespace.message.as_str()),
+            (404, "namespaces \"nowhere\" not found")
+        );
     })
     .await;
     lab.stop().await.unwrap();
@@ -101,39 +110,85 @@ async fn selectors_and_pagination() {
         let maps: Api<ConfigMap> = Api::namespaced(client(&lab).await, "default");
         for index in 0..7 {
             let tier = if index % 2 == 0 { "even" } else { "odd" };
-            maps.create(&PostParams::default(), &config_map(&format!("cm-{index}"), &[("app", "lab"), ("tier", tier)]))
-                .await
-                .unwrap();
+            maps.create(
+                &PostParams::default(),
+                &config_map(&format!("cm-{index}"), &[("app", "lab"), ("tier", tier)]),
+            )
+            .await
+            .unwrap();
         }
         let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
             list.items.into_iter().map(|map| map.metadata.name.unwrap()).collect()
         };
-        assert_eq!(names(maps.list(&ListParams::default().labels("tier=odd")).await.unwrap()), ["cm-1", "cm-3", "cm-5"]);
-        assert_eq!(names(maps.list(&ListParams::default().labels("tier notin (odd),app")).await.unwrap()).len(), 4);
-        assert_eq!(names(maps.list(&ListParams::default().labels("tier in (odd, even),!missing")).await.unwrap()).len(), 7);
-        assert_eq!(names(maps.list(&ListParams::default().labels("tier!=odd")).await.unwrap()).len(), 4);
-        assert_eq!(names(maps.list(&ListParams::default().fields("metadata.name=cm-2")).await.unwrap()), ["cm-2"]);
-        assert_eq!(names(maps.list(&ListParams::default().fields("metadata.namespace=default,metadata.name!=cm-2")).await.unwrap()).len(), 6);
-        let unsupported = api_status(maps.list(&ListParams::default().fields("data.key=value")).await.unwrap_err());
-        assert_eq!((unsupported.code, unsupported.message.as_str()), (400, "field label not supported: data.key"));
+        assert_eq!(
+            names(maps.list(&ListParams::default().labels("tier=odd")).await.unwrap()),
+            ["cm-1", "cm-3", "cm-5"]
+        );
+        assert_eq!(
+            names(maps.list(&ListParams::default().labels("tier notin (odd),app")).await.unwrap())
+                .len(),
+            4
+        );
+        assert_eq!(
+            names(
+                maps.list(&ListParams::default().labels("tier in (odd, even),!missing"))
+                    .await
+                    .unwrap()
+            )
+            .len(),
+            7
+        );
+        assert_eq!(
+            names(maps.list(&ListParams::default().labels("tier!=odd")).await.unwrap()).len(),
+            4
+        );
+        assert_eq!(
+            names(maps.list(&ListParams::default().fields("metadata.name=cm-2")).await.unwrap()),
+            ["cm-2"]
+        );
+        assert_eq!(
+            names(
+                maps.list(
+                    &ListParams::default().fields("metadata.namespace=default,metadata.name!=cm-2")
+                )
+                .await
+                .unwrap()
+            )
+            .len(),
+            6
+        );
+        let unsupported = api_status(
+            maps.list(&ListParams::default().fields("data.key=value")).await.unwrap_err(),
+        );
+        assert_eq!(
+            (unsupported.code, unsupported.message.as_str()),
+            (400, "field label not supported: data.key")
+        );
 
         let first = maps.list(&ListParams::default().limit(3)).await.unwrap();
         let token = first.metadata.continue_.clone().unwrap();
         assert_eq!(first.metadata.remaining_item_count, Some(4));
         let list_version = first.metadata.resource_version.clone();
         let mut seen = names(first);
-        let second = maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
-        assert_eq!(second.metadata.resource_version, list_version, "pages share the first page's version");
+        let second =
+            maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
+        assert_eq!(
+            second.metadata.resource_version, list_version,
+            "pages share the first page's version"
+        );
         let token = second.metadata.continue_.clone().unwrap();
         seen.extend(names(second));
-        let third = maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
+        let third =
+            maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
         assert!(third.metadata.continue_.as_deref().is_none_or(str::is_empty));
         seen.extend(names(third));
         assert_eq!(seen, (0..7).map(|index| format!("cm-{index}")).collect::<Vec<_>>());
 
         maps.create(&PostParams::default(), &config_map("later", &[])).await.unwrap();
         lab.compact();
-        let expired = api_status(maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap_err());
+        let expired = api_status(
+            maps.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap_err(),
+        );
         assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
 
         let all: Api<ConfigMap> = Api::all(client(&lab).await);
@@ -159,14 +214,24 @@ async fn finalizers_hold_deletion_until_removed() {
 
         let mut more = still_there.clone();
         more.metadata.finalizers.as_mut().unwrap().push("another".to_string());
-        let forbidden = api_status(widgets.replace("held", &PostParams::default(), &more).await.unwrap_err());
+        let forbidden =
+            api_status(widgets.replace("held", &PostParams::default(), &more).await.unwrap_err());
         assert_eq!(forbidden.code, 422);
 
         let patch = json!({"metadata": {"finalizers": null}});
-        widgets.patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+        widgets
+            .patch("held", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+            .await
+            .unwrap();
         assert_eq!(api_status(widgets.get("held").await.unwrap_err()).code, 404);
 
-        let precondition = DeleteParams { preconditions: Some(kube::api::Preconditions { uid: Some("wrong".to_string()), resource_version: None }), ..DeleteParams::default() };
+        let precondition = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some("wrong".to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
         widgets.create(&PostParams::default(), &widget("guarded", "red")).await.unwrap();
         let refused = api_status(widgets.delete("guarded", &precondition).await.unwrap_err());
         assert_eq!(refused.code, 409);
@@ -182,18 +247,32 @@ async fn namespaces_cluster_scope_and_unknown_resources() {
         let client = client(&lab).await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let created = namespaces
-            .create(&PostParams::default(), &Namespace { metadata: ObjectMeta { name: Some("team".to_string()), ..ObjectMeta::default() }, ..Namespace::default() })
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta {
+                        name: Some("team".to_string()),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));
         let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
         maps.create(&PostParams::default(), &config_map("inside", &[])).await.unwrap();
         namespaces.delete("team", &DeleteParams::default()).await.unwrap();
-        assert_eq!(api_status(maps.get("inside").await.unwrap_err()).code, 404, "namespace content is deleted");
+        assert_eq!(
+            api_status(maps.get("inside").await.unwrap_err()).code,
+            404,
+            "namespace content is deleted"
+        );
         assert_eq!(api_status(namespaces.get("team").await.unwrap_err()).code, 404);
 
         let gadget_kind = GroupVersionKind::gvk("lab.bloodraven.test", "v1", "Gadget");
-        let gadgets: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gadget_kind));
+        let gadgets: Api<DynamicObject> =
+            Api::all_with(client.clone(), &ApiResource::from_gvk(&gadget_kind));
         let mut gadget = DynamicObject::new("g1", &ApiResource::from_gvk(&gadget_kind));
         gadget.data = json!({"spec": {"anything": [1, 2, 3]}});
         let created = gadgets.create(&PostParams::default(), &gadget).await.unwrap();
@@ -201,12 +280,19 @@ async fn namespaces_cluster_scope_and_unknown_resources() {
         assert_eq!(created.data["spec"]["anything"], json!([1, 2, 3]));
 
         let unknown_kind = GroupVersionKind::gvk("lab.bloodraven.test", "v1", "Nothing");
-        let unknown: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&unknown_kind));
+        let unknown: Api<DynamicObject> =
+            Api::all_with(client.clone(), &ApiResource::from_gvk(&unknown_kind));
         let missing = api_status(unknown.list(&ListParams::default()).await.unwrap_err());
         assert_eq!((missing.code, missing.reason.as_str()), (404, "NotFound"));
 
         // Deleting the CRD removes the resource and its objects.
-        lab.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "gadgets.lab.bloodraven.test").unwrap();
+        lab.delete(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            None,
+            "gadgets.lab.bloodraven.test",
+        )
+        .unwrap();
         assert_eq!(api_status(gadgets.list(&ListParams::default()).await.unwrap_err()).code, 404);
     })
     .await;
@@ -222,7 +308,13 @@ async fn events_recorded_through_events_k8s_io_are_core_events_too() {
     let lab = lab().await;
     bounded(async {
         let client = client(&lab).await;
-        let recorder = Recorder::new(client.clone(), Reporter { controller: "toy-operator".to_string(), instance: Some("pod-0".to_string()) });
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "toy-operator".to_string(),
+                instance: Some("pod-0".to_string()),
+            },
+        );
         let regarding = ObjectReference {
             api_version: Some("lab.bloodraven.test/v1".to_string()),
             kind: Some("Widget".to_string()),
@@ -230,12 +322,21 @@ async fn events_recorded_through_events_k8s_io_are_core_events_too() {
             namespace: Some("default".to_string()),
             ..ObjectReference::default()
         };
-        let event = Event { type_: EventType::Normal, reason: "Promoted".to_string(), note: Some("site b is primary".to_string()), action: "Failover".to_string(), secondary: None };
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "Promoted".to_string(),
+            note: Some("site b is primary".to_string()),
+            action: "Failover".to_string(),
+            secondary: None,
+        };
         recorder.publish(&event, &regarding).await.unwrap();
         recorder.publish(&event, &regarding).await.unwrap();
 
         let core: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
-        let listed = core.list(&ListParams::default().fields("involvedObject.kind=Widget,involvedObject.name=w")).await.unwrap();
+        let listed = core
+            .list(&ListParams::default().fields("involvedObject.kind=Widget,involvedObject.name=w"))
+            .await
+            .unwrap();
         assert_eq!(listed.items.len(), 1, "the repeat is a series on one event");
         let seen = &listed.items[0];
         assert_eq!(seen.message.as_deref(), Some("site b is primary"));
@@ -247,7 +348,8 @@ async fn events_recorded_through_events_k8s_io_are_core_events_too() {
         assert_eq!(listed.items[0].note.as_deref(), Some("site b is primary"));
         assert_eq!(listed.items[0].series.as_ref().map(|series| series.count), Some(2));
         let requests = lab.requests();
-        assert!(requests.iter().any(|request| request.verb == "create" && request.path.starts_with("/apis/events.k8s.io/v1/")));
+        assert!(requests.iter().any(|request| request.verb == "create"
+            && request.path.starts_with("/apis/events.k8s.io/v1/")));
     })
     .await;
     lab.stop().await.unwrap();

@@ -19,29 +19,53 @@ async fn failing_the_next_matching_requests() {
         let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
         widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
         // 500, not 503: kube's client retries 503 (and 429, 504) by itself.
-        lab.inject(Fault::fail(500).verb("patch").resource("widgets").times(2).message("etcd is down"));
+        lab.inject(
+            Fault::fail(500).verb("patch").resource("widgets").times(2).message("etcd is down"),
+        );
 
         let merge = Patch::Merge(json!({"spec": {"color": "blue"}}));
         for _ in 0..2 {
-            let error = api_status(widgets.patch("w", &PatchParams::default(), &merge).await.unwrap_err());
-            assert_eq!((error.code, error.reason.as_str(), error.message.as_str()), (500, "InternalError", "etcd is down"));
-            assert_eq!(widgets.get("w").await.unwrap().spec.color.as_deref(), Some("red"), "reads are not affected");
+            let error =
+                api_status(widgets.patch("w", &PatchParams::default(), &merge).await.unwrap_err());
+            assert_eq!(
+                (error.code, error.reason.as_str(), error.message.as_str()),
+                (500, "InternalError", "etcd is down")
+            );
+            assert_eq!(
+                widgets.get("w").await.unwrap().spec.color.as_deref(),
+                Some("red"),
+                "reads are not affected"
+            );
         }
         widgets.patch("w", &PatchParams::default(), &merge).await.unwrap();
 
         lab.inject(Fault::fail(500).resource("configmaps"));
         let maps: Api<ConfigMap> = Api::namespaced(client(&lab).await, "default");
-        assert_eq!(widgets.list(&ListParams::default()).await.unwrap().items.len(), 1, "other resources are not affected");
+        assert_eq!(
+            widgets.list(&ListParams::default()).await.unwrap().items.len(),
+            1,
+            "other resources are not affected"
+        );
         assert_eq!(api_status(maps.list(&ListParams::default()).await.unwrap_err()).code, 500);
         assert!(maps.list(&ListParams::default()).await.is_ok(), "times defaults to one");
 
-        let statuses: Vec<u16> = lab.requests().iter().filter(|request| request.verb == "patch").map(|request| request.status).collect();
+        let statuses: Vec<u16> = lab
+            .requests()
+            .iter()
+            .filter(|request| request.verb == "patch")
+            .map(|request| request.status)
+            .collect();
         assert_eq!(statuses, [500, 500, 200], "injected failures are logged with their status");
 
         // A 503 is retried by kube's client: two injected 503s cost it three attempts.
         lab.inject(Fault::fail(503).verb("get").times(2));
         widgets.get("w").await.unwrap();
-        let gets: Vec<u16> = lab.requests().iter().filter(|request| request.verb == "get").map(|request| request.status).collect();
+        let gets: Vec<u16> = lab
+            .requests()
+            .iter()
+            .filter(|request| request.verb == "get")
+            .map(|request| request.status)
+            .collect();
         assert_eq!(gets[gets.len() - 3..], [503, 503, 200]);
     })
     .await;
@@ -107,11 +131,15 @@ async fn tokens_name_users_and_the_log_proves_read_only_clients() {
         reader.get("w").await.unwrap();
 
         let requests = lab.requests();
-        let by_reader: Vec<_> = requests.iter().filter(|request| request.user == "reader").collect();
+        let by_reader: Vec<_> =
+            requests.iter().filter(|request| request.user == "reader").collect();
         assert_eq!(by_reader.len(), 2);
         assert!(by_reader.iter().all(|request| !request.is_write()), "the reader sent no write");
         assert_eq!(
-            by_reader.iter().map(|request| (request.verb.as_str(), request.path.as_str(), request.status)).collect::<Vec<_>>(),
+            by_reader
+                .iter()
+                .map(|request| (request.verb.as_str(), request.path.as_str(), request.status))
+                .collect::<Vec<_>>(),
             [
                 ("list", "/apis/lab.bloodraven.test/v1/namespaces/default/widgets", 200),
                 ("get", "/apis/lab.bloodraven.test/v1/namespaces/default/widgets/w", 200),
@@ -120,7 +148,10 @@ async fn tokens_name_users_and_the_log_proves_read_only_clients() {
         assert_eq!(by_reader[1].resource.as_deref(), Some("widgets.lab.bloodraven.test"));
         assert_eq!(by_reader[1].name.as_deref(), Some("w"));
         let by_alice: Vec<_> = requests.iter().filter(|request| request.user == "alice").collect();
-        assert_eq!(by_alice.iter().map(|request| request.verb.as_str()).collect::<Vec<_>>(), ["create"]);
+        assert_eq!(
+            by_alice.iter().map(|request| request.verb.as_str()).collect::<Vec<_>>(),
+            ["create"]
+        );
         assert!(by_alice[0].time <= by_reader[0].time);
 
         lab.clear_requests();
@@ -136,7 +167,11 @@ async fn tokens_name_users_and_the_log_proves_read_only_clients() {
 
 #[tokio::test]
 async fn unknown_tokens_and_disabled_anonymous_access_get_401() {
-    let config = bloodraven_lab::LabConfig { allow_anonymous: false, ..bloodraven_lab::LabConfig::default() }.with_user("alice", "alice-token");
+    let config = bloodraven_lab::LabConfig {
+        allow_anonymous: false,
+        ..bloodraven_lab::LabConfig::default()
+    }
+    .with_user("alice", "alice-token");
     let lab = crate::support::start_lab(config).await;
     bounded(async {
         let anonymous: Api<Widget> = Api::namespaced(client_as(&lab, None).await, "default");
@@ -146,8 +181,10 @@ async fn unknown_tokens_and_disabled_anonymous_access_get_401() {
         let mut kubeconfig = lab.kubeconfig(Some("alice"));
         kubeconfig = kubeconfig.replace("alice-token", "stolen-token");
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-        let stranger: Api<Widget> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        let stranger: Api<Widget> =
+            Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
         assert_eq!(api_status(stranger.list(&ListParams::default()).await.unwrap_err()).code, 401);
         let alice: Api<Widget> = Api::namespaced(client(&lab).await, "default");
         alice.list(&ListParams::default()).await.unwrap();
@@ -157,4 +194,3 @@ async fn unknown_tokens_and_disabled_anonymous_access_get_401() {
     .await;
     lab.stop().await.unwrap();
 }
-

@@ -121,7 +121,8 @@ fn widget_yaml(name: &str, color: &str) -> String {
 }
 
 fn field(lab: &Lab, name: &str, pointer: &str) -> Option<serde_json::Value> {
-    lab.get("lab.bloodraven.test/v1", "Widget", Some("default"), name).and_then(|object| object.pointer(pointer).cloned())
+    lab.get("lab.bloodraven.test/v1", "Widget", Some("default"), name)
+        .and_then(|object| object.pointer(pointer).cloned())
 }
 
 /// The whole scenario; run on a blocking thread because kubectl runs synchronously.
@@ -135,48 +136,95 @@ fn scenario(lab: &Lab, kubectl: &Kubectl) {
     let file = kubectl.write("w1.yaml", &widget_yaml("w1", "red"));
     let created = kubectl.run(&["apply", "-f", &file]);
     assert_eq!(created.trim(), "widget.lab.bloodraven.test/w1 created");
-    assert!(field(lab, "w1", "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration").is_some());
+    assert!(
+        field(lab, "w1", "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
+            .is_some()
+    );
 
     let yaml = kubectl.run(&["get", "widget", "w1", "-o", "yaml"]);
     assert!(yaml.contains("color: red") && yaml.contains("kind: Widget"), "{yaml}");
 
     let table = kubectl.run(&["get", "wdg"]);
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].starts_with("NAME") && lines[0].contains("COLOR") && lines[0].contains("AGE"), "{table}");
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("COLOR") && lines[0].contains("AGE"),
+        "{table}"
+    );
     assert!(lines[1].starts_with("w1") && lines[1].contains("red"), "{table}");
 
-    let listed = kubectl.run(&["get", "widgets.lab.bloodraven.test", "-l", "app=lab", "-o", "name"]);
+    let listed =
+        kubectl.run(&["get", "widgets.lab.bloodraven.test", "-l", "app=lab", "-o", "name"]);
     assert_eq!(listed.trim(), "widget.lab.bloodraven.test/w1");
 
     let annotated = kubectl.run(&["annotate", "widget", "w1", "lab/note=hello"]);
     assert_eq!(annotated.trim(), "widget.lab.bloodraven.test/w1 annotated");
     assert_eq!(field(lab, "w1", "/metadata/annotations/lab~1note"), Some("hello".into()));
 
-    let patched = kubectl.run(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"color":"blue"}}"#]);
+    let patched = kubectl.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"blue"}}"#,
+    ]);
     assert_eq!(patched.trim(), "widget.lab.bloodraven.test/w1 patched");
-    kubectl.run(&["patch", "widget", "w1", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/replicas","value":2}]"#]);
+    kubectl.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/replicas","value":2}]"#,
+    ]);
     assert_eq!(field(lab, "w1", "/spec/replicas"), Some(2.into()));
-    let (ok, _, stderr) = kubectl.run_status(&["patch", "widget", "w1", "-p", r#"{"spec":{"color":"x"}}"#]);
-    assert!(!ok && (stderr.contains("415") || stderr.contains("unknown format") || stderr.contains("not supported")), "{stderr}");
+    let (ok, _, stderr) =
+        kubectl.run_status(&["patch", "widget", "w1", "-p", r#"{"spec":{"color":"x"}}"#]);
+    assert!(
+        !ok && (stderr.contains("415")
+            || stderr.contains("unknown format")
+            || stderr.contains("not supported")),
+        "{stderr}"
+    );
 
-    let configured = kubectl.run(&["apply", "-f", &kubectl.write("w1b.yaml", &widget_yaml("w1", "green"))]);
+    let configured =
+        kubectl.run(&["apply", "-f", &kubectl.write("w1b.yaml", &widget_yaml("w1", "green"))]);
     assert_eq!(configured.trim(), "widget.lab.bloodraven.test/w1 configured");
     assert_eq!(field(lab, "w1", "/spec/color"), Some("green".into()));
-    assert_eq!(field(lab, "w1", "/metadata/annotations/lab~1note"), Some("hello".into()), "apply keeps others' fields");
+    assert_eq!(
+        field(lab, "w1", "/metadata/annotations/lab~1note"),
+        Some("hello".into()),
+        "apply keeps others' fields"
+    );
 
-    let unchanged = kubectl.run(&["apply", "-f", &kubectl.write("w1c.yaml", &widget_yaml("w1", "green"))]);
+    let unchanged =
+        kubectl.run(&["apply", "-f", &kubectl.write("w1c.yaml", &widget_yaml("w1", "green"))]);
     assert_eq!(unchanged.trim(), "widget.lab.bloodraven.test/w1 unchanged");
 
-    let server_side = kubectl.run(&["apply", "--server-side", "-f", &kubectl.write("w2.yaml", &widget_yaml("w2", "red"))]);
+    let server_side = kubectl.run(&[
+        "apply",
+        "--server-side",
+        "-f",
+        &kubectl.write("w2.yaml", &widget_yaml("w2", "red")),
+    ]);
     assert_eq!(server_side.trim(), "widget.lab.bloodraven.test/w2 serverside-applied");
 
-    let created = kubectl.run(&["create", "-f", &kubectl.write("w3.yaml", &widget_yaml("w3", "red"))]);
+    let created =
+        kubectl.run(&["create", "-f", &kubectl.write("w3.yaml", &widget_yaml("w3", "red"))]);
     assert_eq!(created.trim(), "widget.lab.bloodraven.test/w3 created");
-    let (ok, _, stderr) = kubectl.run_status(&["create", "-f", &kubectl.write("w3again.yaml", &widget_yaml("w3", "red"))]);
-    assert!(!ok && (stderr.contains("AlreadyExists") || stderr.contains("already exists")), "{stderr}");
+    let (ok, _, stderr) = kubectl.run_status(&[
+        "create",
+        "-f",
+        &kubectl.write("w3again.yaml", &widget_yaml("w3", "red")),
+    ]);
+    assert!(
+        !ok && (stderr.contains("AlreadyExists") || stderr.contains("already exists")),
+        "{stderr}"
+    );
 
     // get -w: the current row, then a row for a change.
-    let mut watch = kubectl.command(&["get", "widget", "w1", "-w", "--output-watch-events"]).spawn().unwrap();
+    let mut watch =
+        kubectl.command(&["get", "widget", "w1", "-w", "--output-watch-events"]).spawn().unwrap();
     let stdout = watch.stdout.take().unwrap();
     let (lines, received) = std::sync::mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
@@ -196,7 +244,14 @@ fn scenario(lab: &Lab, kubectl: &Kubectl) {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if !patched && output.iter().any(|line| line.contains("w1")) {
-            kubectl.run(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"color":"purple"}}"#]);
+            kubectl.run(&[
+                "patch",
+                "widget",
+                "w1",
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"color":"purple"}}"#,
+            ]);
             patched = true;
         }
         if output.iter().any(|line| line.contains("purple")) {
@@ -207,7 +262,10 @@ fn scenario(lab: &Lab, kubectl: &Kubectl) {
     let _ = watch.wait();
     let _ = reader.join();
     assert!(output.iter().any(|line| line.contains("ADDED") && line.contains("w1")), "{output:?}");
-    assert!(output.iter().any(|line| line.contains("MODIFIED") && line.contains("purple")), "{output:?}");
+    assert!(
+        output.iter().any(|line| line.contains("MODIFIED") && line.contains("purple")),
+        "{output:?}"
+    );
 
     let deleted = kubectl.run(&["delete", "widget", "w1"]);
     assert_eq!(deleted.trim(), "widget.lab.bloodraven.test \"w1\" deleted");

@@ -15,14 +15,21 @@ async fn merge_and_json_patches() {
         widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
 
         let merged = widgets
-            .patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 3}})))
+            .patch(
+                "w",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 3}})),
+            )
             .await
             .unwrap();
         assert_eq!(merged.spec.replicas, Some(3));
         assert_eq!(merged.spec.color.as_deref(), Some("red"));
         assert_eq!(merged.metadata.labels.unwrap()["a"], "1");
 
-        let removed = widgets.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": null}}))).await.unwrap();
+        let removed = widgets
+            .patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": null}})))
+            .await
+            .unwrap();
         assert_eq!(removed.spec.replicas, None);
 
         let json_patch: json_patch::Patch = serde_json::from_value(json!([
@@ -30,24 +37,59 @@ async fn merge_and_json_patches() {
             {"op": "replace", "path": "/spec/color", "value": "green"},
         ]))
         .unwrap();
-        let patched = widgets.patch("w", &PatchParams::default(), &Patch::<()>::Json(json_patch.clone())).await.unwrap();
+        let patched = widgets
+            .patch("w", &PatchParams::default(), &Patch::<()>::Json(json_patch.clone()))
+            .await
+            .unwrap();
         assert_eq!(patched.spec.color.as_deref(), Some("green"));
-        let failed = api_status(widgets.patch("w", &PatchParams::default(), &Patch::<()>::Json(json_patch)).await.unwrap_err());
-        assert_eq!((failed.code, failed.reason.as_str()), (422, "Invalid"), "a failed test op is a precondition failure");
+        let failed = api_status(
+            widgets
+                .patch("w", &PatchParams::default(), &Patch::<()>::Json(json_patch))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(
+            (failed.code, failed.reason.as_str()),
+            (422, "Invalid"),
+            "a failed test op is a precondition failure"
+        );
         assert_eq!(widgets.get("w").await.unwrap().spec.color.as_deref(), Some("green"));
 
         let stale_version = json!({"metadata": {"resourceVersion": "1"}, "spec": {"color": "x"}});
-        let conflict = api_status(widgets.patch("w", &PatchParams::default(), &Patch::Merge(stale_version)).await.unwrap_err());
+        let conflict = api_status(
+            widgets
+                .patch("w", &PatchParams::default(), &Patch::Merge(stale_version))
+                .await
+                .unwrap_err(),
+        );
         assert_eq!(conflict.code, 409, "a resourceVersion in a patch is a precondition");
 
         let strategic = api_status(
-            widgets.patch("w", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"color": "x"}}))).await.unwrap_err(),
+            widgets
+                .patch(
+                    "w",
+                    &PatchParams::default(),
+                    &Patch::Strategic(json!({"spec": {"color": "x"}})),
+                )
+                .await
+                .unwrap_err(),
         );
         assert_eq!(strategic.code, 415, "custom resources do not support strategic merge patch");
 
-        let dry = widgets.patch("w", &PatchParams::default().dry_run(), &Patch::Merge(json!({"spec": {"color": "dry"}}))).await.unwrap();
+        let dry = widgets
+            .patch(
+                "w",
+                &PatchParams::default().dry_run(),
+                &Patch::Merge(json!({"spec": {"color": "dry"}})),
+            )
+            .await
+            .unwrap();
         assert_eq!(dry.spec.color.as_deref(), Some("dry"));
-        assert_eq!(widgets.get("w").await.unwrap().spec.color.as_deref(), Some("green"), "dry run changes nothing");
+        assert_eq!(
+            widgets.get("w").await.unwrap().spec.color.as_deref(),
+            Some("green"),
+            "dry run changes nothing"
+        );
     })
     .await;
     lab.stop().await.unwrap();

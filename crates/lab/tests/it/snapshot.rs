@@ -31,12 +31,20 @@ async fn a_snapshot_resumes_objects_crds_and_versions() {
         assert_eq!(kept.metadata.resource_version.unwrap(), version);
         let next = widgets.create(&PostParams::default(), &widget("next", "red")).await.unwrap();
         let next_version: u64 = next.metadata.resource_version.unwrap().parse().unwrap();
-        assert!(next_version > version.parse::<u64>().unwrap(), "versions stay monotonic across restarts");
+        assert!(
+            next_version > version.parse::<u64>().unwrap(),
+            "versions stay monotonic across restarts"
+        );
     })
     .await;
     lab.stop().await.unwrap();
 
     std::fs::write(&path, "{\"resourceVersion\": 5,\n \"objects\": [}").unwrap();
-    let error = bloodraven_lab::Lab::start(LabConfig { snapshot: Some(path.clone()), ..LabConfig::default() }).await.unwrap_err();
+    let error = bloodraven_lab::Lab::start(LabConfig {
+        snapshot: Some(path.clone()),
+        ..LabConfig::default()
+    })
+    .await
+    .unwrap_err();
     assert!(error.to_string().contains("line 2 column"), "{error}");
 }

@@ -3,8 +3,8 @@
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::support::{WidgetStatus, bounded, client, lab, widget};
 use crate::support::Widget;
+use crate::support::{WidgetStatus, bounded, client, lab, widget};
 
 #[tokio::test]
 async fn status_is_written_only_through_the_subresource() {

@@ -46,13 +46,18 @@ pub(crate) async fn start_lab(config: LabConfig) -> Lab {
 }
 
 pub(crate) async fn lab() -> Lab {
-    start_lab(LabConfig::default().with_user("alice", "alice-token").with_user("reader", "reader-token")).await
+    start_lab(
+        LabConfig::default().with_user("alice", "alice-token").with_user("reader", "reader-token"),
+    )
+    .await
 }
 
 /// A kube client built from the lab's generated kubeconfig (as `user`).
 pub(crate) async fn client_as(lab: &Lab, user: Option<&str>) -> kube::Client {
     let kubeconfig = Kubeconfig::from_yaml(&lab.kubeconfig(user)).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
     kube::Client::try_from(config).unwrap()
 }
 
@@ -62,7 +67,9 @@ pub(crate) async fn client(lab: &Lab) -> kube::Client {
 
 /// Runs a test body with the suite-wide time bound.
 pub(crate) async fn bounded<F: std::future::Future<Output = T>, T>(future: F) -> T {
-    tokio::time::timeout(TEST_TIMEOUT, future).await.expect("the test finished within its time bound")
+    tokio::time::timeout(TEST_TIMEOUT, future)
+        .await
+        .expect("the test finished within its time bound")
 }
 
 /// The Kubernetes `Status` of a failed kube call.

@@ -38,7 +38,10 @@ async fn watch_resumes_from_a_resource_version() {
         let first = widgets.create(&PostParams::default(), &widget("a", "red")).await.unwrap();
         let resume_from = version_of(&first);
         widgets.create(&PostParams::default(), &widget("b", "red")).await.unwrap();
-        widgets.patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
+        widgets
+            .patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}})))
+            .await
+            .unwrap();
         widgets.delete("b", &DeleteParams::default()).await.unwrap();
 
         let events: Vec<String> = widgets
@@ -53,10 +56,19 @@ async fn watch_resumes_from_a_resource_version() {
 
         // "0" starts with the current state as synthetic ADDED events.
         let started = Instant::now();
-        let events: Vec<String> =
-            widgets.watch(&WatchParams::default().timeout(1), "0").await.unwrap().map(|event| summarize(&event.unwrap())).collect().await;
+        let events: Vec<String> = widgets
+            .watch(&WatchParams::default().timeout(1), "0")
+            .await
+            .unwrap()
+            .map(|event| summarize(&event.unwrap()))
+            .collect()
+            .await;
         assert_eq!(events.first().map(String::as_str), Some("ADDED a"));
-        assert_eq!(events.last().map(String::as_str), Some("BOOKMARK"), "a bookmark ends a timed-out watch");
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("BOOKMARK"),
+            "a bookmark ends a timed-out watch"
+        );
         assert!(started.elapsed() < Duration::from_secs(10), "timeoutSeconds ends the watch");
     })
     .await;
@@ -72,10 +84,27 @@ async fn watch_with_a_label_selector_sees_objects_leave_it() {
         labelled.metadata.labels = Some([("team".to_string(), "db".to_string())].into());
         let created = widgets.create(&PostParams::default(), &labelled).await.unwrap();
         widgets.create(&PostParams::default(), &widget("other", "red")).await.unwrap();
-        widgets.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"team": "web"}}}))).await.unwrap();
-        widgets.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"team": "db"}}}))).await.unwrap();
+        widgets
+            .patch(
+                "a",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"team": "web"}}})),
+            )
+            .await
+            .unwrap();
+        widgets
+            .patch(
+                "a",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"team": "db"}}})),
+            )
+            .await
+            .unwrap();
         let events: Vec<String> = widgets
-            .watch(&WatchParams::default().labels("team=db").timeout(1).disable_bookmarks(), &version_of(&created))
+            .watch(
+                &WatchParams::default().labels("team=db").timeout(1).disable_bookmarks(),
+                &version_of(&created),
+            )
             .await
             .unwrap()
             .map(|event| summarize(&event.unwrap()))
@@ -94,19 +123,41 @@ async fn watch_from_a_compacted_version_gets_410() {
         let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
         let first = widgets.create(&PostParams::default(), &widget("a", "red")).await.unwrap();
         for color in ["1", "2", "3", "4"] {
-            widgets.patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": color}}))).await.unwrap();
+            widgets
+                .patch(
+                    "a",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"color": color}})),
+                )
+                .await
+                .unwrap();
         }
-        let events: Vec<WatchEvent<Widget>> =
-            widgets.watch(&WatchParams::default().timeout(5), &version_of(&first)).await.unwrap().try_collect().await.unwrap();
-        let [WatchEvent::Error(error)] = events.as_slice() else { panic!("expected one ERROR event, got {events:?}") };
+        let events: Vec<WatchEvent<Widget>> = widgets
+            .watch(&WatchParams::default().timeout(5), &version_of(&first))
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let [WatchEvent::Error(error)] = events.as_slice() else {
+            panic!("expected one ERROR event, got {events:?}")
+        };
         assert_eq!((error.code, error.reason.as_str()), (410, "Expired"));
         assert!(error.message.starts_with("too old resource version"), "{}", error.message);
 
         let latest = widgets.get("a").await.unwrap();
         lab.compact();
-        let events: Vec<WatchEvent<Widget>> =
-            widgets.watch(&WatchParams::default().timeout(1), &version_of(&latest)).await.unwrap().try_collect().await.unwrap();
-        assert!(events.iter().all(|event| !matches!(event, WatchEvent::Error(_))), "the current version is still watchable");
+        let events: Vec<WatchEvent<Widget>> = widgets
+            .watch(&WatchParams::default().timeout(1), &version_of(&latest))
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert!(
+            events.iter().all(|event| !matches!(event, WatchEvent::Error(_))),
+            "the current version is still watchable"
+        );
     })
     .await;
     lab.stop().await.unwrap();
@@ -126,7 +177,9 @@ async fn kube_runtime_watcher_recovers_from_410_and_dropped_streams() {
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Init) => inits += 1,
-                Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => seen.push(object.name_any()),
+                Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
+                    seen.push(object.name_any())
+                }
                 Ok(watcher::Event::InitDone) if step == 0 => {
                     step = 1;
                     // Drop the stream and forget history: the re-watch must get 410 and relist.
@@ -141,11 +194,20 @@ async fn kube_runtime_watcher_recovers_from_410_and_dropped_streams() {
                     let lab = lab.clone();
                     let widgets = widgets.clone();
                     helper = Some(tokio::spawn(async move {
-                        while lab.requests().iter().filter(|request| request.verb == "watch").count() < 2 {
+                        while lab
+                            .requests()
+                            .iter()
+                            .filter(|request| request.verb == "watch")
+                            .count()
+                            < 2
+                        {
                             tokio::time::sleep(Duration::from_millis(10)).await;
                         }
                         lab.drop_watches();
-                        widgets.create(&PostParams::default(), &widget("after", "red")).await.unwrap();
+                        widgets
+                            .create(&PostParams::default(), &widget("after", "red"))
+                            .await
+                            .unwrap();
                     }));
                 }
                 Ok(_) | Err(_) => {}
@@ -156,7 +218,10 @@ async fn kube_runtime_watcher_recovers_from_410_and_dropped_streams() {
         }
         helper.unwrap().await.unwrap();
         assert_eq!(inits, 2, "one relist after the 410, none after a plain drop");
-        assert!(seen.contains(&"during".to_string()), "the relist saw the object created meanwhile: {seen:?}");
+        assert!(
+            seen.contains(&"during".to_string()),
+            "the relist saw the object created meanwhile: {seen:?}"
+        );
         let watches = lab.requests().iter().filter(|request| request.verb == "watch").count();
         assert!(watches >= 3, "the watcher re-watched after each drop ({watches} watches)");
     })
@@ -170,12 +235,15 @@ async fn streaming_list_watcher_gets_initial_events_end() {
     bounded(async {
         let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
         widgets.create(&PostParams::default(), &widget("a", "red")).await.unwrap();
-        let mut stream = watcher(widgets.clone(), watcher::Config::default().streaming_lists()).boxed();
+        let mut stream =
+            watcher(widgets.clone(), watcher::Config::default().streaming_lists()).boxed();
         let mut events = Vec::new();
         while let Some(event) = stream.try_next().await.unwrap() {
             match event {
                 watcher::Event::Init => events.push("init".to_string()),
-                watcher::Event::InitApply(object) => events.push(format!("init-apply {}", object.name_any())),
+                watcher::Event::InitApply(object) => {
+                    events.push(format!("init-apply {}", object.name_any()))
+                }
                 watcher::Event::InitDone => {
                     events.push("init-done".to_string());
                     widgets.create(&PostParams::default(), &widget("b", "red")).await.unwrap();
@@ -204,20 +272,27 @@ async fn reflector_store_follows_the_server() {
             widgets.create(&PostParams::default(), &widget(name, "red")).await.unwrap();
         }
         let (reader, writer) = reflector::store();
-        let stream = reflector(writer, watcher(widgets.clone(), watcher::Config::default().page_size(2)))
-            .applied_objects()
-            .for_each(|_| std::future::ready(()));
+        let stream =
+            reflector(writer, watcher(widgets.clone(), watcher::Config::default().page_size(2)))
+                .applied_objects()
+                .for_each(|_| std::future::ready(()));
         let task = tokio::spawn(stream);
         reader.wait_until_ready().await.unwrap();
-        let mut names: Vec<String> = reader.state().iter().map(|widget| widget.name_any()).collect();
+        let mut names: Vec<String> =
+            reader.state().iter().map(|widget| widget.name_any()).collect();
         names.sort();
         assert_eq!(names, ["a", "b", "c"]);
 
-        widgets.patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
+        widgets
+            .patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}})))
+            .await
+            .unwrap();
         widgets.delete("b", &DeleteParams::default()).await.unwrap();
         loop {
             let state = reader.state();
-            let a_blue = state.iter().any(|widget| widget.name_any() == "a" && widget.spec.color.as_deref() == Some("blue"));
+            let a_blue = state.iter().any(|widget| {
+                widget.name_any() == "a" && widget.spec.color.as_deref() == Some("blue")
+            });
             if a_blue && state.len() == 2 {
                 break;
             }
@@ -249,7 +324,13 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<Context>) -> Result<Action, Rec
         "metadata": {"name": widget.name_any()},
         "status": {"phase": "Ready", "observedGeneration": widget.metadata.generation},
     });
-    widgets.patch_status(&widget.name_any(), &PatchParams::apply("toy-controller").force(), &Patch::Apply(&status)).await?;
+    widgets
+        .patch_status(
+            &widget.name_any(),
+            &PatchParams::apply("toy-controller").force(),
+            &Patch::Apply(&status),
+        )
+        .await?;
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 
@@ -275,7 +356,9 @@ async fn toy_controller_reconciles_and_writes_status() {
             async move {
                 loop {
                     let current = widgets.get("w").await.unwrap();
-                    if current.status.as_ref().and_then(|status| status.observed_generation) == Some(generation) {
+                    if current.status.as_ref().and_then(|status| status.observed_generation)
+                        == Some(generation)
+                    {
                         return current;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -284,7 +367,10 @@ async fn toy_controller_reconciles_and_writes_status() {
         };
         let ready = observed(1).await;
         assert_eq!(ready.status.unwrap().phase.as_deref(), Some("Ready"));
-        widgets.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
+        widgets
+            .patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}})))
+            .await
+            .unwrap();
         observed(2).await;
         // The status write itself wakes the controller once more; the no-op write that follows
         // must not (no version bump, no event): reconciles settle.

@@ -1,0 +1,1 @@
+//! The on-call console (library part; see `main.rs`).
