@@ -26,6 +26,8 @@ mod restore;
 pub enum Kind {
     /// `status.plannedFailover.phase`.
     PlannedFailoverPhase,
+    /// Phases of `status.plannedFailover.phase` that only operators before v1.7 wrote.
+    PlannedFailoverLegacyPhase,
     /// `status.plannedFailover.result.outcome`.
     PlannedFailoverOutcome,
     /// `status.plannedFailover.result.reason` (also `rollback.reason`).
@@ -45,6 +47,10 @@ pub enum Kind {
     ArchiveReason,
     /// `historyIntegrity.violation` of a site's archive manifest.
     ArchiveHistoryViolation,
+    /// `status.pitr.archive.state` (and the sidecar's `archive.state`).
+    ArchiveState,
+    /// Why an archive encryption binding is not Bound, and the backup refusal it causes.
+    ArchiveBindingReason,
     /// `status.restore.phase` of a bootstrap restore (`spec.initFromBackup`).
     RestorePhase,
     /// Bootstrap-restore reasons, Events and the Job's refusal tokens.
@@ -63,8 +69,9 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 20] = [
         Kind::PlannedFailoverPhase,
+        Kind::PlannedFailoverLegacyPhase,
         Kind::PlannedFailoverOutcome,
         Kind::PlannedFailoverReason,
         Kind::PlannedFailoverWarning,
@@ -74,6 +81,8 @@ impl Kind {
         Kind::PitrSignal,
         Kind::ArchiveReason,
         Kind::ArchiveHistoryViolation,
+        Kind::ArchiveState,
+        Kind::ArchiveBindingReason,
         Kind::RestorePhase,
         Kind::Restore,
         Kind::RestoreInPlacePhase,
@@ -87,6 +96,7 @@ impl Kind {
     pub const fn slug(self) -> &'static str {
         match self {
             Kind::PlannedFailoverPhase => "planned-failover-phase",
+            Kind::PlannedFailoverLegacyPhase => "planned-failover-legacy-phase",
             Kind::PlannedFailoverOutcome => "planned-failover-outcome",
             Kind::PlannedFailoverReason => "planned-failover-reason",
             Kind::PlannedFailoverWarning => "planned-failover-warning",
@@ -96,6 +106,8 @@ impl Kind {
             Kind::PitrSignal => "pitr-signal",
             Kind::ArchiveReason => "archive-reason",
             Kind::ArchiveHistoryViolation => "archive-history-violation",
+            Kind::ArchiveState => "archive-state",
+            Kind::ArchiveBindingReason => "archive-binding-reason",
             Kind::RestorePhase => "restore-phase",
             Kind::Restore => "restore",
             Kind::RestoreInPlacePhase => "restore-in-place-phase",
@@ -115,6 +127,7 @@ impl Kind {
     pub const fn entries(self) -> &'static [Entry] {
         match self {
             Kind::PlannedFailoverPhase => planned_failover::PHASES,
+            Kind::PlannedFailoverLegacyPhase => planned_failover::LEGACY_PHASES,
             Kind::PlannedFailoverOutcome => planned_failover::OUTCOMES,
             Kind::PlannedFailoverReason => planned_failover::REASONS,
             Kind::PlannedFailoverWarning => planned_failover::WARNINGS,
@@ -124,6 +137,8 @@ impl Kind {
             Kind::PitrSignal => pitr::SIGNALS,
             Kind::ArchiveReason => pitr::ARCHIVE_REASONS,
             Kind::ArchiveHistoryViolation => pitr::HISTORY_VIOLATIONS,
+            Kind::ArchiveState => pitr::ARCHIVE_STATES,
+            Kind::ArchiveBindingReason => pitr::BINDING_REASONS,
             Kind::RestorePhase => restore::RESTORE_PHASES,
             Kind::Restore => restore::RESTORE,
             Kind::RestoreInPlacePhase => restore::RESTORE_IN_PLACE_PHASES,

@@ -3,6 +3,9 @@
 //! - `100_watchers_one_update`: one patch until all of 100 open watches got its event
 //!   (goal: all within 50 ms).
 
+// A benchmark whose setup fails should stop loudly, as a test does.
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use bloodraven_lab::{Lab, LabConfig};

@@ -40,10 +40,10 @@ pub(crate) fn to_events_v1(core: &Value) -> Value {
 /// An events.k8s.io/v1 Event (or a patch of one) in the stored core/v1 form.
 pub(crate) fn to_core(events: &Value) -> Value {
     let mut converted = rename(events, false);
-    if let Some(map) = converted.as_object_mut() {
-        if map.contains_key("apiVersion") {
-            map.insert("apiVersion".to_string(), json!("v1"));
-        }
+    if let Some(map) = converted.as_object_mut()
+        && map.contains_key("apiVersion")
+    {
+        map.insert("apiVersion".to_string(), json!("v1"));
     }
     converted
 }

@@ -142,11 +142,11 @@ impl Lab {
     /// Binds 127.0.0.1 and starts serving.
     pub async fn start(config: LabConfig) -> Result<Self> {
         let mut state = State::new(config.history_limit);
-        if let Some(path) = &config.snapshot {
-            if path.exists() {
-                let (resource_version, objects) = read_snapshot(path)?;
-                state.restore(resource_version, objects);
-            }
+        if let Some(path) = &config.snapshot
+            && path.exists()
+        {
+            let (resource_version, objects) = read_snapshot(path)?;
+            state.restore(resource_version, objects);
         }
         let settings = Settings {
             tokens: config.tokens.clone(),

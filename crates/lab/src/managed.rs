@@ -185,17 +185,17 @@ impl<'a> Node<'a> {
                 return ListKind::Atomic;
             }
         }
-        if self.builtin {
-            if let Some(keys) = field.and_then(builtin_list_keys) {
-                // `ports` is keyed by containerPort in containers and by port in services.
-                let present: Vec<String> = keys
-                    .iter()
-                    .filter(|key| items.iter().all(|item| item.get(**key).is_some()))
-                    .map(|key| key.to_string())
-                    .collect();
-                if !present.is_empty() && items.iter().all(Value::is_object) {
-                    return ListKind::Map(present.into_iter().take(1).collect());
-                }
+        if self.builtin
+            && let Some(keys) = field.and_then(builtin_list_keys)
+        {
+            // `ports` is keyed by containerPort in containers and by port in services.
+            let present: Vec<String> = keys
+                .iter()
+                .filter(|key| items.iter().all(|item| item.get(**key).is_some()))
+                .map(|key| key.to_string())
+                .collect();
+            if !present.is_empty() && items.iter().all(Value::is_object) {
+                return ListKind::Map(present.into_iter().take(1).collect());
             }
         }
         ListKind::Atomic

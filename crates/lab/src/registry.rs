@@ -331,10 +331,10 @@ impl Registry {
     pub(crate) fn register_crd(&mut self, crd: &Value) -> Result<GroupResource, String> {
         let info = crd_resource_info(crd)?;
         let key = info.group_resource();
-        if let Some(existing) = self.resources.get(&key) {
-            if !existing.custom {
-                return Err(format!("{key} is a built-in resource"));
-            }
+        if let Some(existing) = self.resources.get(&key)
+            && !existing.custom
+        {
+            return Err(format!("{key} is a built-in resource"));
         }
         self.resources.insert(key.clone(), info);
         Ok(key)
@@ -410,39 +410,38 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
         if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
             schemas.insert(version_name.to_string(), schema.clone());
         }
-        if printer_columns.is_empty() {
-            if let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array)
-            {
-                for column in columns {
-                    printer_columns.push(PrinterColumn {
-                        name: column
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        type_: column
-                            .get("type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("string")
-                            .to_string(),
-                        format: column
-                            .get("format")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        description: column
-                            .get("description")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        priority: column.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                        json_path: column
-                            .get("jsonPath")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                    });
-                }
+        if printer_columns.is_empty()
+            && let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array)
+        {
+            for column in columns {
+                printer_columns.push(PrinterColumn {
+                    name: column
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    type_: column
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string")
+                        .to_string(),
+                    format: column
+                        .get("format")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    description: column
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    priority: column.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    json_path: column
+                        .get("jsonPath")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                });
             }
         }
     }
@@ -475,15 +474,15 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
 pub(crate) fn accepted_names(crd: &Value) -> Value {
     let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
     let mut accepted = names;
-    if accepted.get("singular").is_none() {
-        if let Some(kind) = accepted.get("kind").and_then(Value::as_str) {
-            accepted["singular"] = json!(kind.to_lowercase());
-        }
+    if accepted.get("singular").is_none()
+        && let Some(kind) = accepted.get("kind").and_then(Value::as_str)
+    {
+        accepted["singular"] = json!(kind.to_lowercase());
     }
-    if accepted.get("listKind").is_none() {
-        if let Some(kind) = accepted.get("kind").and_then(Value::as_str) {
-            accepted["listKind"] = json!(format!("{kind}List"));
-        }
+    if accepted.get("listKind").is_none()
+        && let Some(kind) = accepted.get("kind").and_then(Value::as_str)
+    {
+        accepted["listKind"] = json!(format!("{kind}List"));
     }
     accepted
 }

@@ -358,7 +358,7 @@ async fn handle(
                     json_response(code, &events_out(object))
                 }
                 Ok(Served::Object(code, object)) => json_response(code, &object),
-                Ok(Served::Watch(plan)) => watch_stream::respond(shared.clone(), plan),
+                Ok(Served::Watch(plan)) => watch_stream::respond(shared.clone(), *plan),
                 Err(error) => error_response(&error),
             }
         }
@@ -387,11 +387,9 @@ fn events_out(object: Value) -> Value {
             for item in items.iter_mut() {
                 let typed = item.get("kind").is_some();
                 *item = crate::events::to_events_v1(item);
-                if !typed {
-                    if let Some(map) = item.as_object_mut() {
-                        map.remove("apiVersion");
-                        map.remove("kind");
-                    }
+                if !typed && let Some(map) = item.as_object_mut() {
+                    map.remove("apiVersion");
+                    map.remove("kind");
                 }
             }
         }
@@ -410,7 +408,7 @@ fn events_in(request: &ResourceRequest, object: Value) -> Value {
 
 enum Served {
     Object(u16, Value),
-    Watch(watch_stream::WatchPlan),
+    Watch(Box<watch_stream::WatchPlan>),
 }
 
 fn selectors(request: &ResourceRequest) -> Result<Selectors, ApiError> {
@@ -502,9 +500,9 @@ fn serve_resource(
             return Err(ApiError::no_such_resource());
         }
         if !matches!(*method, Method::GET | Method::PUT | Method::PATCH) {
-            return Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource"
-            )));
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
         }
     }
     let namespace = request.namespace.as_deref();
@@ -521,7 +519,7 @@ fn serve_resource(
         }
         (Method::GET, None) if is_true(request.query.get("watch")) => {
             let plan = watch_stream::plan(shared, request, selectors(request)?)?;
-            Ok(Served::Watch(plan))
+            Ok(Served::Watch(Box::new(plan)))
         }
         (Method::GET, None) => list(shared, request),
         (Method::POST, None) => {
@@ -702,22 +700,23 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
             continue;
         }
         let mut item = State::present(info, &request.version, object);
-        if !custom && request.format == Format::Json {
-            if let Some(map) = item.as_object_mut() {
-                map.remove("apiVersion");
-                map.remove("kind");
-            }
+        if !custom
+            && request.format == Format::Json
+            && let Some(map) = item.as_object_mut()
+        {
+            map.remove("apiVersion");
+            map.remove("kind");
         }
         items.push(item);
         last_key = Some(key.clone());
     }
     let mut metadata = json!({ "resourceVersion": list_version.to_string() });
-    if remaining > 0 {
-        if let Some(key) = &last_key {
-            metadata["continue"] = json!(encode_continue(list_version, key));
-            if selectors.labels.is_empty() && selectors.fields.is_empty() {
-                metadata["remainingItemCount"] = json!(remaining);
-            }
+    if remaining > 0
+        && let Some(key) = &last_key
+    {
+        metadata["continue"] = json!(encode_continue(list_version, key));
+        if selectors.labels.is_empty() && selectors.fields.is_empty() {
+            metadata["remainingItemCount"] = json!(remaining);
         }
     }
     let list = json!({

@@ -244,10 +244,10 @@ impl State {
     pub(crate) fn restore(&mut self, resource_version: u64, objects: Vec<(GroupResource, Value)>) {
         self.objects.clear();
         for (group_resource, object) in &objects {
-            if group_resource.group == "apiextensions.k8s.io" {
-                if let Err(message) = self.registry.register_crd(object) {
-                    tracing::warn!(%message, "snapshot holds an unusable custom resource definition");
-                }
+            if group_resource.group == "apiextensions.k8s.io"
+                && let Err(message) = self.registry.register_crd(object)
+            {
+                tracing::warn!(%message, "snapshot holds an unusable custom resource definition");
             }
         }
         for (group_resource, object) in objects {
@@ -433,10 +433,10 @@ impl State {
             metadata.remove("selfLink");
             metadata.remove("managedFields");
         }
-        if info.has_status {
-            if let Some(map) = object.as_object_mut() {
-                map.remove("status");
-            }
+        if info.has_status
+            && let Some(map) = object.as_object_mut()
+        {
+            map.remove("status");
         }
         self.admit_create(info, &mut object)?;
         let managed_fields = match &applied {
@@ -522,30 +522,27 @@ impl State {
         if !object.is_object() {
             return Err(ApiError::bad_request("the body of the request is not a JSON object"));
         }
-        if let Some(body_name) = meta_str(&object, "name") {
-            if body_name != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
-                )));
-            }
+        if let Some(body_name) = meta_str(&object, "name")
+            && body_name != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
         }
-        if info.namespaced {
-            if let Some(body_namespace) =
+        if info.namespaced
+            && let Some(body_namespace) =
                 meta_str(&object, "namespace").filter(|namespace| !namespace.is_empty())
-            {
-                if body_namespace != key.0 {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-            }
+            && body_namespace != key.0
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         match meta_str(&object, "resourceVersion").filter(|version| !version.is_empty()) {
-            Some(requested) => {
-                if Some(requested) != meta_str(&old, "resourceVersion") {
-                    return Err(ApiError::stale(Self::subject(info, name)));
-                }
+            Some(requested) if Some(requested) != meta_str(&old, "resourceVersion") => {
+                return Err(ApiError::stale(Self::subject(info, name)));
             }
+            Some(_) => {}
             None if info.custom && applied.is_none() => {
                 return Err(ApiError::invalid(
                     &info.kind,
@@ -557,16 +554,16 @@ impl State {
             }
             None => {}
         }
-        if let Some(uid) = meta_str(&object, "uid").filter(|uid| !uid.is_empty()) {
-            if Some(uid) != meta_str(&old, "uid") {
-                return Err(ApiError::conflict(
-                    Self::subject(info, name),
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        meta_str(&old, "uid").unwrap_or_default()
-                    ),
-                ));
-            }
+        if let Some(uid) = meta_str(&object, "uid").filter(|uid| !uid.is_empty())
+            && Some(uid) != meta_str(&old, "uid")
+        {
+            return Err(ApiError::conflict(
+                Self::subject(info, name),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&old, "uid").unwrap_or_default()
+                ),
+            ));
         }
         if subresource == Some("status") {
             let status = object.get("status").cloned();

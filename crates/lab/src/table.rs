@@ -107,7 +107,8 @@ pub(crate) fn json_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> 
                 current = current.as_array()?.iter().find(|item| {
                     item.get(field.trim()).is_some_and(|value| match value {
                         Value::String(text) => text == wanted,
-                        other => other.to_string() == wanted,
+                        other => serde_json::from_str::<Value>(wanted)
+                            .is_ok_and(|parsed| parsed == *other),
                     })
                 })?;
             } else {

@@ -138,11 +138,10 @@ pub(crate) fn plan(
     let state = lock(&shared.state);
     plan.receiver = Some(state.subscribe());
     let current = state.resource_version();
-    let synthetic = match (requested.map(String::as_str), send_initial) {
-        (_, Some(true)) => true,
-        (None | Some("0"), None) => true,
-        _ => false,
-    };
+    let synthetic = matches!(
+        (requested.map(String::as_str), send_initial),
+        (_, Some(true)) | (None | Some("0"), None)
+    );
     if synthetic {
         let initial: Vec<Value> = state
             .select(&plan.info, plan.namespace.as_deref(), &plan.selectors, None)

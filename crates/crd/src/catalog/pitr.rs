@@ -510,3 +510,93 @@ pub(super) static HISTORY_VIOLATIONS: &[Entry] = &[
         "Find and undo the out-of-band change, then use a new prefix and take a full backup.",
     ),
 ];
+
+pub(super) static ARCHIVE_STATES: &[Entry] = &[
+    entry(
+        "AwaitingDescriptor",
+        Clears,
+        "A site has not yet created or verified the archive descriptor (archive.json); nothing is uploaded before it has.",
+        "The site archives nothing yet.",
+        "Nothing on a new prefix: the first writer creates the descriptor. If it persists, read the sidecar's lastError.",
+    ),
+    entry(
+        "Verified",
+        NothingToClear,
+        "Every site verified one and the same archive ID at the active destination.",
+        "Archiving can run on every site.",
+        "Nothing.",
+    ),
+    entry(
+        "Refused",
+        Never,
+        "At least one site refuses the archive; status.pitr.archive.reason names the refusal (ArchiveForeign, ArchiveLegacy, ...).",
+        "The refusing sites upload nothing.",
+        "Follow the refusal's archive reason.",
+    ),
+];
+
+pub(super) static BINDING_REASONS: &[Entry] = &[
+    entry(
+        "KeyMismatch",
+        Never,
+        "The archive profile's passphrase does not verify the archive's keyCheck (wrong Secret bytes, or the source rotated).",
+        "The binding is refused; a restore reading the archive waits in Pending (PITRArchiveBindingNotReady).",
+        "Put the passphrase the archive was written with into the profile's passphraseSecretKeyRef, or name the source group's retained key snapshot; the binding is retried.",
+    ),
+    entry(
+        "ArchiveEncryptionMismatch",
+        Never,
+        "The archive profile's encryption mode or algorithm differs from the archive descriptor's.",
+        "The binding is refused; the restore waits in Pending.",
+        "Make the profile's encryption block match the archive's.",
+    ),
+    entry(
+        "BindingLimitReached",
+        Never,
+        "The group already holds as many archive bindings as it may.",
+        "The binding is refused; the restore waits in Pending.",
+        "Release archive bindings the group no longer needs, then the binding is retried.",
+    ),
+    entry(
+        "ArchiveListFailed",
+        Sometimes,
+        "The pitr-archive-check Job cannot list the archive prefix; the binding stays Pending/Authenticating and is retried every minute.",
+        "The restore waits in Pending.",
+        "Grant s3:ListBucket on the prefix, or make the archive volume readable.",
+    ),
+    entry(
+        "ArchiveNotFound",
+        Never,
+        "There is no archive at the profile's destination (no descriptor, no manifests).",
+        "The binding can never verify; the restore fails PITRArchiveBindingNotReady.",
+        "Point archiveProfileName at the profile holding the source's archive; for initFromBackup recreate the group.",
+    ),
+    entry(
+        "ArchiveDescriptorMissing",
+        Never,
+        "The destination holds version 2 manifests but no archive.json.",
+        "The binding can never verify; the restore fails PITRArchiveBindingNotReady.",
+        "Restore the descriptor object, then recreate the restore.",
+    ),
+    entry(
+        "ArchiveLegacy",
+        Never,
+        "The destination predates archive identity (version 1 manifests).",
+        "The binding can never verify; the restore fails PITRArchiveBindingNotReady.",
+        "Restore from it with a pre-v1.7.0 image, or restore from a backup without pointInTime.",
+    ),
+    entry(
+        "ArchiveVersionUnsupported",
+        Never,
+        "The archive comes from a newer release, or its archive.json is damaged.",
+        "The binding can never verify; the restore fails PITRArchiveBindingNotReady.",
+        "Run the release that wrote it, or restore the original archive.json.",
+    ),
+    entry(
+        "ProfileReadOnly",
+        Sometimes,
+        "A backup was refused because its profile is a read-only archive profile: a restore reading it has not succeeded, or the binding keeps another group's UID, or its destination has no binding.",
+        "The backup does not run; the archive is not written.",
+        "Give the group a profile on its own prefix for its own backups and archive; release the read binding once it is no longer needed.",
+    ),
+];

@@ -93,6 +93,30 @@ pub(super) static PHASES: &[Entry] = &[
     ),
 ];
 
+pub(super) static LEGACY_PHASES: &[Entry] = &[
+    entry(
+        "Pending",
+        Never,
+        "A phase only operators before v1.7 wrote. This operator refuses such a block instead of resuming it (Warning Event PlannedFailoverLegacyRunRefused) and ends it NotStarted{LegacyRunRefused}.",
+        "Nothing was touched by this operator.",
+        "Annotate again: the request runs as a new, strict run.",
+    ),
+    entry(
+        "Validating",
+        Never,
+        "A phase only operators before v1.7 wrote. This operator refuses such a block and ends it NotStarted{LegacyRunRefused}.",
+        "Nothing was touched by this operator.",
+        "Annotate again: the request runs as a new, strict run.",
+    ),
+    entry(
+        "Resuming",
+        Never,
+        "A phase only operators before v1.7 wrote, after their promotion step. This operator refuses such a block and ends it PromotedUnconfirmed{LegacyRunRefused}, because the older operator may already have made the target writable.",
+        "The target may be writable; the source may be fenced. Nothing is named for the re-assert.",
+        "Check which site is writable. If none is, confirm every site reads read_only=1 and unfence the one with the most complete GTID set by hand; annotate again only once a site is writable.",
+    ),
+];
+
 pub(super) static OUTCOMES: &[Entry] = &[
     entry(
         "Succeeded",

@@ -4,6 +4,12 @@
 use std::collections::BTreeSet;
 
 use bloodraven_crd::catalog::{self, Kind};
+use bloodraven_crd::group::{
+    AdmissionDeferReason, AdmissionWaitReason, ArchiveRefusal, ArchiveState, BindingReason,
+    HistoryViolation, PitrToken, PlannedFailoverOutcome, PlannedFailoverPhase,
+    PlannedFailoverReason, PlannedFailoverWarning, RestoreInPlacePhase, RestoreInPlaceReason,
+    RestorePhase, RestoreReclonesPhase,
+};
 
 fn fixture_tokens(kind: Kind) -> Vec<String> {
     crate::fixture(&format!("catalog/{}.txt", kind.slug()))
@@ -63,4 +69,39 @@ fn lookup_is_by_kind() {
     assert!(catalog::lookup(Kind::PitrRefusal, "PITRArchiveReady").is_none());
     let fencing: Vec<Kind> = catalog::lookup_any("Fencing").map(|(kind, _)| kind).collect();
     assert_eq!(fencing, [Kind::PlannedFailoverPhase, Kind::RestoreInPlacePhase]);
+}
+
+/// Every token the API types know has a catalog entry, so the console can explain any value
+/// this version can read.
+#[test]
+fn the_catalog_explains_every_token_the_types_know() {
+    let pairs: &[(&[&str], &[Kind])] = &[
+        (
+            PlannedFailoverPhase::KNOWN,
+            &[Kind::PlannedFailoverPhase, Kind::PlannedFailoverLegacyPhase],
+        ),
+        (PlannedFailoverOutcome::KNOWN, &[Kind::PlannedFailoverOutcome]),
+        (PlannedFailoverReason::KNOWN, &[Kind::PlannedFailoverReason]),
+        (PlannedFailoverWarning::KNOWN, &[Kind::PlannedFailoverWarning]),
+        (AdmissionWaitReason::KNOWN, &[Kind::PlannedFailoverWaitReason]),
+        (AdmissionDeferReason::KNOWN, &[Kind::PlannedFailoverDeferReason]),
+        (PitrToken::KNOWN, &[Kind::PitrRefusal]),
+        (ArchiveRefusal::KNOWN, &[Kind::ArchiveReason]),
+        (ArchiveState::KNOWN, &[Kind::ArchiveState]),
+        (HistoryViolation::KNOWN, &[Kind::ArchiveHistoryViolation]),
+        (BindingReason::KNOWN, &[Kind::ArchiveBindingReason]),
+        (RestorePhase::KNOWN, &[Kind::RestorePhase]),
+        (RestoreInPlacePhase::KNOWN, &[Kind::RestoreInPlacePhase]),
+        (RestoreInPlaceReason::KNOWN, &[Kind::RestoreInPlace]),
+        (RestoreReclonesPhase::KNOWN, &[Kind::RestoreReclonePhase]),
+    ];
+    let mut unexplained = Vec::new();
+    for (known, kinds) in pairs {
+        for token in *known {
+            if !kinds.iter().any(|kind| catalog::lookup(*kind, token).is_some()) {
+                unexplained.push(format!("{token} (looked in {kinds:?})"));
+            }
+        }
+    }
+    assert!(unexplained.is_empty(), "no catalog entry for:\n{}", unexplained.join("\n"));
 }

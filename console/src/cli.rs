@@ -1,0 +1,140 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The name the binary takes when installed as a kubectl plugin.
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-bloodraven";
+
+/// On-call console for Bloodraven MysqlFailoverGroups.
+///
+/// With no command it opens the live, read-only console. It sends no write request: its
+/// Kubernetes client refuses every verb but get, list and watch.
+#[derive(Debug, Parser)]
+#[command(name = "bloodraven", version, about, long_about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Flags every command takes.
+#[derive(Clone, Debug, Default, Args)]
+pub struct GlobalOptions {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: the current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace (default: the context's namespace, else `default`).
+    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// Write logs to this file (the console never logs to the terminal).
+    #[arg(long, global = true, env = "BLOODRAVEN_LOG_FILE", value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// Plain text: no colors.
+    #[arg(long, global = true, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the fleet list, or one group's report.
+    Status(StatusArgs),
+    /// Start an in-memory lab API server with a scenario and open the console on it.
+    Lab(LabArgs),
+}
+
+/// `status` arguments.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The group to report on; without it, the list.
+    pub group: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+}
+
+/// `status -o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Wide,
+    Json,
+    Yaml,
+}
+
+/// `lab` arguments.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// The scenario to load.
+    #[arg(long, default_value = "healthy", value_parser = clap::builder::PossibleValuesParser::new(crate::scenarios::NAMES))]
+    pub scenario: String,
+    /// Keep serving and print the kubeconfig path instead of opening the console.
+    #[arg(long)]
+    pub serve: bool,
+}
+
+/// The command line as clap sees it, renamed `kubectl bloodraven` when the binary was
+/// invoked as the kubectl plugin.
+pub fn command_for(argv0: Option<&std::ffi::OsStr>) -> clap::Command {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let plugin = argv0
+        .and_then(|argv0| std::path::Path::new(argv0).file_stem())
+        .is_some_and(|stem| stem == KUBECTL_PLUGIN_NAME);
+    if plugin { command.name("kubectl bloodraven").bin_name("kubectl bloodraven") } else { command }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Cli {
+        let matches = command_for(Some(argv[0].as_ref())).try_get_matches_from(argv).unwrap();
+        Cli::from_arg_matches(&matches).unwrap()
+    }
+
+    #[test]
+    fn no_verb_means_the_console() {
+        let cli = parse(&["bloodraven", "--context", "prod", "-n", "orders"]);
+        assert!(cli.command.is_none());
+        assert_eq!(cli.global.context.as_deref(), Some("prod"));
+        assert_eq!(cli.global.namespace.as_deref(), Some("orders"));
+    }
+
+    #[test]
+    fn status_takes_global_flags_after_the_verb() {
+        let cli = parse(&["kubectl-bloodraven", "status", "orders", "-o", "wide", "-A"]);
+        assert!(cli.global.all_namespaces);
+        let Some(Command::Status(status)) = cli.command else { panic!("not status") };
+        assert_eq!(status.group.as_deref(), Some("orders"));
+        assert_eq!(status.output, OutputFormat::Wide);
+    }
+
+    #[test]
+    fn plugin_name_comes_from_argv0() {
+        let help = command_for(Some("/usr/local/bin/kubectl-bloodraven".as_ref())).render_help();
+        assert!(help.to_string().contains("kubectl bloodraven"), "{help}");
+        let help = command_for(Some("bloodraven".as_ref())).render_usage().to_string();
+        assert!(!help.contains("kubectl"), "{help}");
+    }
+
+    #[test]
+    fn lab_refuses_unknown_scenarios() {
+        assert!(command_for(None).try_get_matches_from(["bloodraven", "lab", "--scenario", "nope"]).is_err());
+        let cli = parse(&["bloodraven", "lab", "--scenario", "hold-standing", "--serve"]);
+        let Some(Command::Lab(lab)) = cli.command else { panic!("not lab") };
+        assert_eq!(lab.scenario, "hold-standing");
+        assert!(lab.serve);
+    }
+}
