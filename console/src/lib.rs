@@ -1,1 +1,126 @@
-//! The on-call console (library part; see `main.rs`).
+//! `bloodraven`, the on-call console (read-only): the fleet and group views, the `status`
+//! report and the embedded lab. `main.rs` parses arguments and calls [`run`].
+
+pub mod cli;
+pub mod client;
+pub mod lab;
+pub mod logging;
+pub mod report;
+pub mod scenarios;
+pub mod status;
+pub mod summary;
+pub mod tui;
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+
+use crate::cli::{Cli, Command, GlobalOptions};
+use crate::tui::state::Scope;
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn termination_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn scope(global: &GlobalOptions, default_namespace: &str) -> Scope {
+    match (&global.namespace, global.all_namespaces) {
+        (_, true) => Scope::All,
+        (Some(namespace), false) => Scope::Namespace(namespace.clone()),
+        (None, false) => Scope::Namespace(default_namespace.to_owned()),
+    }
+}
+
+/// Runs the command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Some(Command::Status(args)) => {
+            let (client, connection) =
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
+            let scope = match scope(&cli.global, &connection.default_namespace) {
+                Scope::All => status::Scope::All,
+                Scope::Namespace(namespace) => status::Scope::Namespace(namespace),
+            };
+            let mut out = Vec::new();
+            status::run(client, &scope, args, jiff::Timestamp::now(), &mut out).await?;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&out)?;
+            stdout.flush()?;
+            Ok(())
+        }
+        Some(Command::Lab(args)) => {
+            let running = lab::RunningLab::start(&args.scenario, jiff::Timestamp::now()).await?;
+            tracing::info!(url = %running.lab.url(), scenario = %args.scenario, "lab started");
+            if args.serve {
+                let mut stdout = std::io::stdout().lock();
+                writeln!(
+                    stdout,
+                    "lab API server {} serving scenario {}\nkubeconfig: {}\n  export KUBECONFIG={}\nCtrl-C stops it.",
+                    running.lab.url(),
+                    args.scenario,
+                    running.kubeconfig().display(),
+                    running.kubeconfig().display()
+                )?;
+                stdout.flush()?;
+                drop(stdout);
+                termination_signal().await;
+            } else {
+                let (client, connection) = client::connect(Some(&running.kubeconfig()), None).await?;
+                let scope = match &cli.global.namespace {
+                    Some(namespace) if !cli.global.all_namespaces => Scope::Namespace(namespace.clone()),
+                    _ => Scope::All,
+                };
+                let context = format!("{} (lab: {})", connection.context, args.scenario);
+                console(client, context, scope, cli.global.no_color).await?;
+            }
+            running.stop().await
+        }
+        None => {
+            let (client, connection) =
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
+            let scope = scope(&cli.global, &connection.default_namespace);
+            console(client, connection.context, scope, cli.global.no_color).await
+        }
+    }
+}
+
+/// Opens the terminal UI, runs it and always restores the terminal (ratatui's panic hook
+/// restores it on a panic).
+pub async fn console(
+    client: kube::Client,
+    context: String,
+    scope: Scope,
+    no_color: bool,
+) -> anyhow::Result<()> {
+    let mut terminal = ratatui::try_init().context("opening the terminal")?;
+    let options = tui::app::Options { context, scope, no_color };
+    let result = tui::app::run(
+        &mut terminal,
+        client,
+        options,
+        crossterm::event::EventStream::new(),
+        |_| {},
+        termination_signal(),
+    )
+    .await;
+    ratatui::restore();
+    result
+}

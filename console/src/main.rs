@@ -1,21 +1,32 @@
 //! `bloodraven`: the on-call console. Also runs as `kubectl-bloodraven`.
-//!
-//! This build parses its arguments and says so: the views, the `status` verb and the embedded
-//! lab arrive with the read-only console.
 
-use clap::Parser;
+use std::process::ExitCode;
 
-/// On-call console for Bloodraven MysqlFailoverGroups.
-///
-/// This build has no views or verbs yet: it parses its arguments, reports that, and exits
-/// with a non-zero status without contacting any cluster.
-#[derive(Debug, Parser)]
-#[command(name = "bloodraven", version, about, long_about)]
-struct Cli {}
+use clap::FromArgMatches as _;
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     // One rustls provider for the whole process (feasibility.md §9); a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let _cli = Cli::parse();
-    anyhow::bail!("no views or verbs are implemented in this build; nothing was contacted")
+    let argv0 = std::env::args_os().next();
+    let matches = bloodraven_console::cli::command_for(argv0.as_deref()).get_matches();
+    let cli = match bloodraven_console::cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            #[allow(clippy::print_stderr, reason = "the binary reports its error on stderr")]
+            {
+                eprintln!("error: {error:#}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: bloodraven_console::cli::Cli) -> anyhow::Result<()> {
+    let _log_guard = bloodraven_console::logging::init(cli.global.log_file.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(bloodraven_console::run(cli))
 }

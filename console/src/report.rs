@@ -174,30 +174,28 @@ pub fn planned_failover_block(record: &PlannedFailoverStatus, now: Timestamp) ->
             );
         }
     }
-    if let (Some(lag_wait), false) =
-        (&record.lag_wait, record.phase.as_ref().is_some_and(|phase| phase.is_terminal()))
+    let terminal = record.phase.as_ref().is_some_and(|phase| phase.is_terminal());
+    if let Some(lag_wait) = &record.lag_wait
+        && !terminal
+        && let (Some(start), None) = (&lag_wait.start_time, &lag_wait.catch_up_time)
+        && let Some(max_lag_wait) = record
+            .settings
+            .as_ref()
+            .and_then(|settings| settings.max_lag_wait.as_ref())
+            .and_then(|wait| wait.to_std().ok())
     {
-        if let (Some(start), None) = (&lag_wait.start_time, &lag_wait.catch_up_time) {
-            let max_lag_wait = record
-                .settings
-                .as_ref()
-                .and_then(|settings| settings.max_lag_wait.as_ref())
-                .and_then(|wait| wait.to_std().ok());
-            if let Some(max_lag_wait) = max_lag_wait {
-                let seconds = i64::try_from(max_lag_wait.as_secs()).unwrap_or(i64::MAX);
-                let deadline = Timestamp::from_second(start.0.as_second().saturating_add(seconds))
-                    .unwrap_or(start.0);
-                block.line(
-                    "Lag wait deadline",
-                    format!(
-                        "{} ({}; maxLagWait {})",
-                        deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                        summary::countdown(now, deadline),
-                        summary::short_duration(seconds)
-                    ),
-                );
-            }
-        }
+        let seconds = i64::try_from(max_lag_wait.as_secs()).unwrap_or(i64::MAX);
+        let deadline =
+            Timestamp::from_second(start.0.as_second().saturating_add(seconds)).unwrap_or(start.0);
+        block.line(
+            "Lag wait deadline",
+            format!(
+                "{} ({}; maxLagWait {})",
+                deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                summary::countdown(now, deadline),
+                summary::short_duration(seconds)
+            ),
+        );
     }
     if let Some(result) = &record.result {
         if let Some(outcome) = &result.outcome {

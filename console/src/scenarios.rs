@@ -79,12 +79,12 @@ pub fn objects(name: &str, now: Timestamp) -> Result<Vec<Value>, Error> {
 pub fn shift_times(value: &mut Value, seconds: i64) {
     match value {
         Value::String(text) => {
-            if text.len() >= 20 && text.as_bytes().get(10) == Some(&b'T') {
-                if let Ok(time) = text.parse::<Timestamp>() {
-                    if let Ok(shifted) = Timestamp::from_second(time.as_second() + seconds) {
-                        *text = shifted.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-                    }
-                }
+            if text.len() >= 20
+                && text.as_bytes().get(10) == Some(&b'T')
+                && let Ok(time) = text.parse::<Timestamp>()
+                && let Ok(shifted) = Timestamp::from_second(time.as_second() + seconds)
+            {
+                *text = shifted.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|item| shift_times(item, seconds)),

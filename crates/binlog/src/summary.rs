@@ -250,6 +250,7 @@ pub struct Scanner {
     stopped: bool,
     problem: Option<Error>,
     scratch: Vec<u8>,
+    zstd: Zstd,
     state: State,
 }
 
@@ -318,6 +319,7 @@ impl Scanner {
             stopped: false,
             problem: None,
             scratch: Vec::new(),
+            zstd: Zstd::default(),
             state: State::new(),
         }
     }
@@ -451,7 +453,7 @@ impl Scanner {
             open.tx.compressed = true;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
-        let result = decompress(payload, self.options.max_payload_size, &mut scratch);
+        let result = self.zstd.decompress(payload, self.options.max_payload_size, &mut scratch);
         match result {
             Err(reason) => {
                 self.state.flag(at.offset, event_type, IncompleteReason::MalformedPayload(reason));
@@ -494,36 +496,69 @@ impl Scanner {
     }
 }
 
-fn decompress(payload: &PayloadEvent<'_>, limit: u64, out: &mut Vec<u8>) -> Result<(), String> {
-    out.clear();
-    let declared = payload.uncompressed_size;
-    if let Some(size) = declared
-        && size > limit
-    {
-        return Err(format!("declared size {size} exceeds the {limit}-byte limit"));
+/// A zstd decompression context kept across payloads: creating one per payload
+/// costs more than decompressing a small transaction.
+#[derive(Default)]
+struct Zstd(Option<zstd::bulk::Decompressor<'static>>);
+
+impl std::fmt::Debug for Zstd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Zstd(context)" } else { "Zstd(none)" })
     }
-    match payload.compression {
-        Compression::None => out.extend_from_slice(payload.payload),
-        Compression::Zstd => {
-            let decoder = zstd::stream::read::Decoder::new(payload.payload)
-                .map_err(|err| format!("zstd: {err}"))?;
-            let cap = declared.unwrap_or(limit).min(limit);
-            decoder
-                .take(cap.saturating_add(1))
-                .read_to_end(out)
-                .map_err(|err| format!("zstd: {err}"))?;
-            if out.len() as u64 > cap {
-                return Err(format!("decompresses to more than {cap} bytes"));
-            }
+}
+
+impl Zstd {
+    fn decompress(
+        &mut self,
+        payload: &PayloadEvent<'_>,
+        limit: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        out.clear();
+        let declared = payload.uncompressed_size;
+        if let Some(size) = declared
+            && size > limit
+        {
+            return Err(format!("declared size {size} exceeds the {limit}-byte limit"));
         }
-        Compression::Unknown(code) => return Err(format!("unknown compression type {code}")),
+        match payload.compression {
+            Compression::None => out.extend_from_slice(payload.payload),
+            Compression::Zstd => match declared {
+                // The usual case (MySQL always declares the size): one bounded call.
+                Some(size) => {
+                    let context = match &mut self.0 {
+                        Some(context) => context,
+                        None => self.0.insert(
+                            zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?,
+                        ),
+                    };
+                    // `size` is at most `limit`, checked above.
+                    out.reserve(size as usize);
+                    context
+                        .decompress_to_buffer(payload.payload, out)
+                        .map_err(|err| format!("zstd: {err}"))?;
+                }
+                None => {
+                    let decoder = zstd::stream::read::Decoder::new(payload.payload)
+                        .map_err(|err| format!("zstd: {err}"))?;
+                    decoder
+                        .take(limit.saturating_add(1))
+                        .read_to_end(out)
+                        .map_err(|err| format!("zstd: {err}"))?;
+                    if out.len() as u64 > limit {
+                        return Err(format!("decompresses to more than {limit} bytes"));
+                    }
+                }
+            },
+            Compression::Unknown(code) => return Err(format!("unknown compression type {code}")),
+        }
+        if let Some(size) = declared
+            && size != out.len() as u64
+        {
+            return Err(format!("declares {size} uncompressed bytes, holds {}", out.len()));
+        }
+        Ok(())
     }
-    if let Some(size) = declared
-        && size != out.len() as u64
-    {
-        return Err(format!("declares {size} uncompressed bytes, holds {}", out.len()));
-    }
-    Ok(())
 }
 
 /// The query text with leading whitespace and comments left to the caller: the

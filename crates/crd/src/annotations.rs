@@ -28,16 +28,15 @@
 //! | [`PLANNED_FAILOVER_STATUS_FENCE`] | [`StatusFence`] (an RFC 3339 instant) |
 //!
 //! Durations use the Kubernetes `metav1.Duration` text, Go's `time.Duration` form, in both
-//! directions: [`Duration`] (`5m0s`, `1h0m0s`, `1.5s`).
+//! directions: [`GoDuration`] (`5m0s`, `1h0m0s`, `1.5s`), from [`crate::duration`].
 //!
 //! Each value type's module docs hold a "spec says / we chose" table for the shapes the spec
 //! leaves open.
 
-pub mod duration;
 pub mod grammar;
 pub mod values;
 
-pub use duration::{Duration, DurationError, DurationErrorKind};
+pub use crate::duration::{DurationError, DurationErrorKind, GoDuration};
 pub use grammar::{Action, ActionError, ActionErrorKind, Pair};
 pub use values::{
     CompactTime, HoldAcknowledgement, IgnoredMarker, PlannedFailoverRequest, RecloneRequest,

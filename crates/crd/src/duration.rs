@@ -1,32 +1,43 @@
-//! Kubernetes `metav1.Duration` values (`5m`, `30s`, `1h0m0s`), kept exactly as written.
+//! Kubernetes `metav1.Duration` text: Go's `time.Duration` `String()` and `ParseDuration`, one
+//! parser and one formatter for the two types that carry it.
 //!
-//! The API stores durations as Go duration strings. [`Duration`] keeps the text it was given, so
-//! a value written as `5m` is written back as `5m` (a status round-trip loses nothing), and
-//! parses it on demand with [`Duration::to_std`]. [`Duration::from_std`] formats the way Go's
-//! `time.Duration.String()` does (`5m0s`), which is what the operator writes into status.
+//! The API server stores durations such as `spec.plannedFailover.maxLagWait` and
+//! `status.plannedFailover.settings.maxLagWait` as the string Go prints (`5m0s`, `1h0m0s`,
+//! `1.5s`, `300ms`) and accepts anything `time.ParseDuration` accepts (`5m`, `90s`, `1h30m`,
+//! `.5h`, `+1s`, `-2m`, `0`). The parser and formatter here reproduce both directions bit for
+//! bit: the same nanosecond value for every input Go accepts, the same refusal for every input
+//! Go refuses, and the same canonical text on output.
+//!
+//! | Type | Holds | Used by |
+//! |---|---|---|
+//! | [`Duration`] | the text exactly as written (`5m` stays `5m`), parsed on demand by [`Duration::to_std`] | the fields of the CRD types, so a spec or status round-trip loses nothing |
+//! | [`GoDuration`] | a signed count of nanoseconds, printed canonically (`5m0s`) | the annotation values (`pdx:maxLagWait=30s`) |
 
-use std::fmt;
+use std::{borrow::Cow, fmt, str::FromStr};
 
-/// A duration in Go syntax, as stored in the API.
+/// A duration in Go syntax, as stored in the API: the text it was given, kept verbatim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct Duration(String);
 
+/// A signed span of nanoseconds, printed and parsed the way Go's `time.Duration` is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GoDuration {
+    nanos: i64,
+}
+
 /// Go's `time.ParseDuration` grammar restricted to non-negative values.
 pub const DURATION_PATTERN: &str = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+)$";
 
-/// Why a duration string did not parse.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DurationError {
-    #[error("invalid duration {input:?}: empty")]
-    Empty { input: String },
-    #[error("invalid duration {input:?}: expected a digit at byte {position}")]
-    ExpectedNumber { input: String, position: usize },
-    #[error("invalid duration {input:?}: missing or unknown unit at byte {position}")]
-    BadUnit { input: String, position: usize },
-    #[error("invalid duration {input:?}: out of range")]
-    Overflow { input: String },
-}
+const NANOSECOND: u64 = 1;
+const MICROSECOND: u64 = 1_000 * NANOSECOND;
+const MILLISECOND: u64 = 1_000 * MICROSECOND;
+const SECOND: u64 = 1_000 * MILLISECOND;
+const MINUTE: u64 = 60 * SECOND;
+const HOUR: u64 = 60 * MINUTE;
+
+/// `1 << 63`, the magnitude of `i64::MIN`: Go's overflow bound while accumulating.
+const MAGNITUDE_LIMIT: u64 = 1 << 63;
 
 impl Duration {
     /// Wraps a duration string without checking it (see [`Duration::to_std`]).
@@ -37,7 +48,7 @@ impl Duration {
     /// Formats a duration the way Go's `time.Duration.String()` does: `5m0s`, `1h0m0s`, `1.5s`,
     /// `300ms`, `0s`.
     pub fn from_std(duration: std::time::Duration) -> Self {
-        Self(format_go(duration))
+        Self(format_go(false, duration.as_nanos()))
     }
 
     /// The duration exactly as stored.
@@ -45,9 +56,14 @@ impl Duration {
         &self.0
     }
 
-    /// Parses the stored text with Go's `time.ParseDuration` rules (negative values are refused).
+    /// Parses the stored text with Go's `time.ParseDuration` rules ([`GoDuration::parse`]);
+    /// a negative value is refused with [`DurationErrorKind::Negative`].
     pub fn to_std(&self) -> Result<std::time::Duration, DurationError> {
-        parse_go(&self.0)
+        GoDuration::parse(&self.0)?.to_std().ok_or_else(|| DurationError {
+            input: self.0.clone(),
+            position: 0,
+            kind: DurationErrorKind::Negative,
+        })
     }
 }
 
@@ -64,7 +80,7 @@ impl From<std::time::Duration> for Duration {
 }
 
 impl schemars::JsonSchema for Duration {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
+    fn schema_name() -> Cow<'static, str> {
         "Duration".into()
     }
 
@@ -81,197 +97,336 @@ impl schemars::JsonSchema for Duration {
     }
 }
 
-/// Parses Go duration syntax: `0`, or a sequence of `<decimal><unit>`.
-pub fn parse_go(input: &str) -> Result<std::time::Duration, DurationError> {
-    if input.is_empty() {
-        return Err(DurationError::Empty { input: input.to_owned() });
+impl GoDuration {
+    /// The zero duration, printed `0s`.
+    pub const ZERO: GoDuration = GoDuration { nanos: 0 };
+
+    /// A duration of `nanos` nanoseconds.
+    pub const fn from_nanos(nanos: i64) -> GoDuration {
+        GoDuration { nanos }
     }
-    if input == "0" {
-        return Ok(std::time::Duration::ZERO);
+
+    /// A duration of whole seconds; `None` when it does not fit in `i64` nanoseconds.
+    pub const fn from_secs(secs: i64) -> Option<GoDuration> {
+        match secs.checked_mul(SECOND as i64) {
+            Some(nanos) => Some(GoDuration { nanos }),
+            None => None,
+        }
     }
+
+    /// A duration of whole minutes; `None` when it does not fit.
+    pub const fn from_mins(mins: i64) -> Option<GoDuration> {
+        match mins.checked_mul(MINUTE as i64) {
+            Some(nanos) => Some(GoDuration { nanos }),
+            None => None,
+        }
+    }
+
+    /// The signed number of nanoseconds.
+    pub const fn as_nanos(self) -> i64 {
+        self.nanos
+    }
+
+    /// The span as a `std::time::Duration`; `None` when negative.
+    pub fn to_std(self) -> Option<std::time::Duration> {
+        u64::try_from(self.nanos).ok().map(std::time::Duration::from_nanos)
+    }
+
+    /// A `std::time::Duration` as a Go duration; `None` above `i64::MAX` nanoseconds.
+    pub fn from_std(duration: std::time::Duration) -> Option<GoDuration> {
+        i64::try_from(duration.as_nanos()).ok().map(GoDuration::from_nanos)
+    }
+
+    /// Parses Go duration text exactly as `time.ParseDuration` does.
+    pub fn parse(input: &str) -> Result<GoDuration, DurationError> {
+        parse_go(input)
+    }
+}
+
+/// Why a duration did not parse, with the byte position in the input where Go's parser gave up.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration {input:?}: {kind} at byte {position}")]
+pub struct DurationError {
+    /// The text that was parsed.
+    pub input: String,
+    /// Byte offset into `input`.
+    pub position: usize,
+    /// What was wrong.
+    pub kind: DurationErrorKind,
+}
+
+/// The ways Go's `time.ParseDuration` refuses its input, and the one refusal it adds for
+/// [`Duration::to_std`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationErrorKind {
+    /// Nothing (or only a sign) to parse.
+    #[error("no number")]
+    Empty,
+    /// A number was expected (`[0-9.]`), or a `.` had no digit on either side.
+    #[error("expected a number")]
+    ExpectedNumber,
+    /// A number without a unit after it (`5`, `1h30`).
+    #[error("missing unit")]
+    MissingUnit,
+    /// A unit other than `ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`.
+    #[error("unknown unit {unit:?}")]
+    UnknownUnit {
+        /// The unit as written.
+        unit: String,
+    },
+    /// The value does not fit in a signed 64-bit count of nanoseconds.
+    #[error("out of range")]
+    Overflow,
+    /// Go accepts it, but [`Duration::to_std`] has no negative spans (`-5s`).
+    #[error("negative value")]
+    Negative,
+}
+
+fn unit_nanos(unit: &[u8]) -> Option<u64> {
+    match unit {
+        b"ns" => Some(NANOSECOND),
+        // "us", "µs" (U+00B5 micro sign) and "μs" (U+03BC Greek small letter mu).
+        b"us" | b"\xC2\xB5s" | b"\xCE\xBCs" => Some(MICROSECOND),
+        b"ms" => Some(MILLISECOND),
+        b"s" => Some(SECOND),
+        b"m" => Some(MINUTE),
+        b"h" => Some(HOUR),
+        _ => None,
+    }
+}
+
+/// The one parser: Go's `time.ParseDuration`.
+fn parse_go(input: &str) -> Result<GoDuration, DurationError> {
+    let fail = |position: usize, kind: DurationErrorKind| DurationError {
+        input: input.to_owned(),
+        position,
+        kind,
+    };
     let bytes = input.as_bytes();
-    let mut position = 0;
-    let mut total_nanos: u128 = 0;
-    while position < bytes.len() {
-        let start = position;
-        while position < bytes.len() && bytes[position].is_ascii_digit() {
-            position += 1;
+    let mut at = 0;
+    let mut negative = false;
+    if let Some(&sign @ (b'-' | b'+')) = bytes.first() {
+        negative = sign == b'-';
+        at = 1;
+    }
+    if &bytes[at..] == b"0" {
+        return Ok(GoDuration::ZERO);
+    }
+    if at == bytes.len() {
+        return Err(fail(at, DurationErrorKind::Empty));
+    }
+    let mut total: u64 = 0;
+    while at < bytes.len() {
+        let component_start = at;
+        let first = bytes[at];
+        if !(first == b'.' || first.is_ascii_digit()) {
+            return Err(fail(at, DurationErrorKind::ExpectedNumber));
         }
-        let whole = &input[start..position];
-        let mut fraction = "";
-        if position < bytes.len() && bytes[position] == b'.' {
-            position += 1;
-            let fraction_start = position;
-            while position < bytes.len() && bytes[position].is_ascii_digit() {
-                position += 1;
+        // Leading integer: Go refuses once the value passes 1 << 63.
+        let mut whole: u64 = 0;
+        let whole_start = at;
+        while let Some(&digit) = bytes.get(at).filter(|b| b.is_ascii_digit()) {
+            if whole > MAGNITUDE_LIMIT / 10 {
+                return Err(fail(component_start, DurationErrorKind::Overflow));
             }
-            fraction = &input[fraction_start..position];
-            if fraction.is_empty() && whole.is_empty() {
-                return Err(DurationError::ExpectedNumber {
-                    input: input.to_owned(),
-                    position: start,
-                });
+            whole = whole * 10 + u64::from(digit - b'0');
+            if whole > MAGNITUDE_LIMIT {
+                return Err(fail(component_start, DurationErrorKind::Overflow));
             }
-        } else if whole.is_empty() {
-            return Err(DurationError::ExpectedNumber { input: input.to_owned(), position: start });
+            at += 1;
         }
-        let unit_start = position;
-        let rest = &input[unit_start..];
-        let (unit_nanos, unit_len): (u128, usize) = [
-            ("ns", 1),
-            ("us", 1_000),
-            ("µs", 1_000),
-            ("μs", 1_000),
-            ("ms", 1_000_000),
-            ("h", 3_600_000_000_000),
-            ("m", 60_000_000_000),
-            ("s", 1_000_000_000),
-        ]
-        .iter()
-        .find(|(unit, _)| rest.starts_with(unit))
-        .map(|(unit, nanos)| (*nanos, unit.len()))
-        .ok_or_else(|| DurationError::BadUnit { input: input.to_owned(), position: unit_start })?;
-        position += unit_len;
-        let overflow = || DurationError::Overflow { input: input.to_owned() };
-        let whole_value: u128 =
-            if whole.is_empty() { 0 } else { whole.parse().map_err(|_| overflow())? };
-        let mut nanos = whole_value.checked_mul(unit_nanos).ok_or_else(overflow)?;
-        let mut scale = unit_nanos;
-        for digit in fraction.bytes() {
-            scale /= 10;
-            if scale == 0 {
+        let had_whole = at != whole_start;
+        // Optional fraction: Go stops accumulating precision on overflow instead of failing.
+        let mut fraction: u64 = 0;
+        let mut scale: f64 = 1.0;
+        let mut had_fraction = false;
+        if bytes.get(at) == Some(&b'.') {
+            at += 1;
+            let fraction_start = at;
+            let mut overflowed = false;
+            while let Some(&digit) = bytes.get(at).filter(|b| b.is_ascii_digit()) {
+                at += 1;
+                if overflowed {
+                    continue;
+                }
+                if fraction > (MAGNITUDE_LIMIT - 1) / 10 {
+                    overflowed = true;
+                    continue;
+                }
+                let next = fraction * 10 + u64::from(digit - b'0');
+                if next > MAGNITUDE_LIMIT {
+                    overflowed = true;
+                    continue;
+                }
+                fraction = next;
+                scale *= 10.0;
+            }
+            had_fraction = at != fraction_start;
+        }
+        if !had_whole && !had_fraction {
+            return Err(fail(component_start, DurationErrorKind::ExpectedNumber));
+        }
+        // Unit: every byte up to the next '.' or digit.
+        let unit_start = at;
+        while let Some(&byte) = bytes.get(at) {
+            if byte == b'.' || byte.is_ascii_digit() {
                 break;
             }
-            nanos += u128::from(digit - b'0') * scale;
+            at += 1;
         }
-        total_nanos = total_nanos.checked_add(nanos).ok_or_else(overflow)?;
+        if at == unit_start {
+            return Err(fail(unit_start, DurationErrorKind::MissingUnit));
+        }
+        let unit_bytes = &bytes[unit_start..at];
+        let Some(unit) = unit_nanos(unit_bytes) else {
+            let unit = String::from_utf8_lossy(unit_bytes).into_owned();
+            return Err(fail(unit_start, DurationErrorKind::UnknownUnit { unit }));
+        };
+        if whole > MAGNITUDE_LIMIT / unit {
+            return Err(fail(component_start, DurationErrorKind::Overflow));
+        }
+        let mut value = whole * unit;
+        if fraction > 0 {
+            // Go computes the fractional part in float64 and truncates; the product is at most
+            // 3.6e12 (one hour in nanoseconds), so the conversion cannot saturate.
+            let fractional = (fraction as f64 * (unit as f64 / scale)) as u64;
+            value = value.saturating_add(fractional);
+            if value > MAGNITUDE_LIMIT {
+                return Err(fail(component_start, DurationErrorKind::Overflow));
+            }
+        }
+        total = total.saturating_add(value);
+        if total > MAGNITUDE_LIMIT {
+            return Err(fail(component_start, DurationErrorKind::Overflow));
+        }
     }
-    let seconds = u64::try_from(total_nanos / 1_000_000_000)
-        .map_err(|_| DurationError::Overflow { input: input.to_owned() })?;
-    let subsec = u32::try_from(total_nanos % 1_000_000_000)
-        .map_err(|_| DurationError::Overflow { input: input.to_owned() })?;
-    Ok(std::time::Duration::new(seconds, subsec))
+    if negative {
+        // total <= 1 << 63, so its negation fits: i64::MIN is allowed.
+        let nanos = 0i64.wrapping_sub_unsigned(total);
+        return Ok(GoDuration::from_nanos(nanos));
+    }
+    match i64::try_from(total) {
+        Ok(nanos) => Ok(GoDuration::from_nanos(nanos)),
+        Err(_) => Err(fail(bytes.len(), DurationErrorKind::Overflow)),
+    }
 }
 
-/// Formats like Go's `time.Duration.String()`.
-pub fn format_go(duration: std::time::Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
+/// The one formatter: Go's `time.Duration.String()` (`0s`, `1.5µs`, `300ms`, `1.5s`, `5m0s`,
+/// `1h0m0s`) for `magnitude` nanoseconds. The magnitude is wider than Go's so that a
+/// `std::time::Duration` beyond `i64` nanoseconds still prints, with more hours.
+fn format_go(negative: bool, mut magnitude: u128) -> String {
+    if magnitude == 0 {
         return "0s".to_owned();
     }
-    if nanos < 1_000_000_000 {
-        let (unit, per) = if nanos < 1_000 {
-            ("ns", 1)
-        } else if nanos < 1_000_000 {
-            ("µs", 1_000)
+    // Built back to front, as Go does, then reversed.
+    let mut reversed: Vec<u8> = Vec::with_capacity(48);
+    reversed.push(b's');
+    if magnitude < u128::from(SECOND) {
+        let precision = if magnitude < u128::from(MICROSECOND) {
+            reversed.push(b'n');
+            0
+        } else if magnitude < u128::from(MILLISECOND) {
+            // "µ" (U+00B5) is 0xC2 0xB5; pushed reversed.
+            reversed.extend_from_slice(&[0xB5, 0xC2]);
+            3
         } else {
-            ("ms", 1_000_000)
+            reversed.push(b'm');
+            6
         };
-        return format!("{}{unit}", decimal(nanos, per));
+        magnitude = push_fraction(&mut reversed, magnitude, precision);
+        push_integer(&mut reversed, magnitude);
+    } else {
+        magnitude = push_fraction(&mut reversed, magnitude, 9);
+        push_integer(&mut reversed, magnitude % 60);
+        magnitude /= 60;
+        if magnitude > 0 {
+            reversed.push(b'm');
+            push_integer(&mut reversed, magnitude % 60);
+            magnitude /= 60;
+            if magnitude > 0 {
+                reversed.push(b'h');
+                push_integer(&mut reversed, magnitude);
+            }
+        }
     }
-    let hours = nanos / 3_600_000_000_000;
-    let minutes = (nanos / 60_000_000_000) % 60;
-    let seconds = decimal(nanos % 60_000_000_000, 1_000_000_000);
-    let mut out = String::new();
-    if hours > 0 {
-        out.push_str(&format!("{hours}h"));
+    if negative {
+        reversed.push(b'-');
     }
-    if hours > 0 || minutes > 0 {
-        out.push_str(&format!("{minutes}m"));
-    }
-    out.push_str(&format!("{seconds}s"));
-    out
+    reversed.reverse();
+    String::from_utf8_lossy(&reversed).into_owned()
 }
 
-/// `value / per` as a decimal without trailing zeros.
-fn decimal(value: u128, per: u128) -> String {
-    let whole = value / per;
-    let mut fraction = value % per;
-    if fraction == 0 {
-        return whole.to_string();
+/// Writes `value / 10^precision`'s fraction (".123", trailing zeros dropped) in front of `out`,
+/// returning the integer part, as Go's `fmtFrac` does.
+fn push_fraction(out: &mut Vec<u8>, mut value: u128, precision: u32) -> u128 {
+    let mut printing = false;
+    for _ in 0..precision {
+        let digit = value % 10;
+        printing = printing || digit != 0;
+        if printing {
+            out.push(b'0' + digit as u8);
+        }
+        value /= 10;
     }
-    let mut digits = String::new();
-    let mut scale = per / 10;
-    while fraction > 0 && scale > 0 {
-        digits.push(char::from(b'0' + u8::try_from(fraction / scale).unwrap_or(0)));
-        fraction %= scale;
-        scale /= 10;
+    if printing {
+        out.push(b'.');
     }
-    format!("{whole}.{digits}")
+    value
+}
+
+fn push_integer(out: &mut Vec<u8>, mut value: u128) {
+    if value == 0 {
+        out.push(b'0');
+        return;
+    }
+    while value > 0 {
+        out.push(b'0' + (value % 10) as u8);
+        value /= 10;
+    }
+}
+
+impl fmt::Display for GoDuration {
+    /// Go's `time.Duration.String()`: `0s`, `1.5µs`, `300ms`, `1.5s`, `5m0s`, `1h0m0s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_go(self.nanos < 0, u128::from(self.nanos.unsigned_abs())))
+    }
+}
+
+impl FromStr for GoDuration {
+    type Err = DurationError;
+
+    fn from_str(input: &str) -> Result<GoDuration, DurationError> {
+        GoDuration::parse(input)
+    }
+}
+
+impl serde::Serialize for GoDuration {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GoDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<GoDuration, D::Error> {
+        // metav1.Duration unmarshals only from a JSON string.
+        let text = Cow::<'de, str>::deserialize(deserializer)?;
+        GoDuration::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for GoDuration {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("GoDuration")
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration as Std;
-
-    #[test]
-    fn formats_like_go() {
-        let cases = [
-            (Std::ZERO, "0s"),
-            (Std::from_secs(30), "30s"),
-            (Std::from_secs(300), "5m0s"),
-            (Std::from_secs(3600), "1h0m0s"),
-            (Std::from_secs(5400), "1h30m0s"),
-            (Std::from_millis(1500), "1.5s"),
-            (Std::from_millis(300), "300ms"),
-            (Std::from_micros(12), "12µs"),
-            (Std::from_nanos(1), "1ns"),
-        ];
-        for (duration, text) in cases {
-            assert_eq!(format_go(duration), text);
-            assert_eq!(parse_go(text), Ok(duration), "{text}");
-        }
-    }
-
-    #[test]
-    fn parses_go_syntax() {
-        assert_eq!(parse_go("5m"), Ok(Std::from_secs(300)));
-        assert_eq!(parse_go("1h30m"), Ok(Std::from_secs(5400)));
-        assert_eq!(parse_go("0"), Ok(Std::ZERO));
-        assert_eq!(parse_go(".5s"), Ok(Std::from_millis(500)));
-        assert_eq!(parse_go("2us"), Ok(Std::from_micros(2)));
-    }
-
-    #[test]
-    fn refuses_bad_input_with_position() {
-        assert_eq!(parse_go(""), Err(DurationError::Empty { input: String::new() }));
-        assert_eq!(
-            parse_go("5"),
-            Err(DurationError::BadUnit { input: "5".to_owned(), position: 1 })
-        );
-        assert_eq!(
-            parse_go("5m x"),
-            Err(DurationError::ExpectedNumber { input: "5m x".to_owned(), position: 2 })
-        );
-        assert_eq!(
-            parse_go("-5s"),
-            Err(DurationError::ExpectedNumber { input: "-5s".to_owned(), position: 0 })
-        );
-        assert!(matches!(
-            parse_go("99999999999999999999999h"),
-            Err(DurationError::Overflow { .. })
-        ));
-    }
-
-    #[test]
-    fn keeps_text_verbatim() {
-        let duration: Duration = serde_json::from_str("\"5m\"").unwrap();
-        assert_eq!(serde_json::to_string(&duration).unwrap(), "\"5m\"");
-        assert_eq!(duration.to_std(), Ok(Std::from_secs(300)));
-        assert_eq!(Duration::from_std(Std::from_secs(300)).as_str(), "5m0s");
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn go_format_parses_back(nanos in 0u64..=(100 * 3_600 * 1_000_000_000)) {
-            let duration = Std::from_nanos(nanos);
-            proptest::prop_assert_eq!(parse_go(&format_go(duration)), Ok(duration));
-        }
-
-        #[test]
-        fn parsing_never_panics(text in "\\PC{0,24}") {
-            let _ = parse_go(&text);
-        }
-    }
-}
+mod tests;

@@ -79,6 +79,17 @@ impl ResourceInfo {
         self.versions.iter().any(|served| served == version)
     }
 
+    /// Whether `metadata.generation` is set and bumped on spec changes: custom resources and
+    /// the built-in kinds with a spec/status split that controllers observe (not ConfigMaps,
+    /// Secrets, Events, Leases, Namespaces...).
+    pub(crate) fn tracks_generation(&self) -> bool {
+        self.custom
+            || matches!(
+                (self.group.as_str(), self.kind.as_str()),
+                ("apps", _) | ("batch", _) | ("apiextensions.k8s.io", _)
+            )
+    }
+
     pub(crate) fn schema(&self, version: &str) -> Option<&Value> {
         self.schemas.get(version)
     }

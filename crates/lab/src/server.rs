@@ -188,7 +188,10 @@ pub(crate) fn verb_of(method: &Method, target: &Target, query: &HashMap<String, 
 }
 
 pub(crate) fn json_response(code: u16, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    bytes_response(code, serde_json::to_vec(body).unwrap_or_default())
+}
+
+fn bytes_response(code: u16, bytes: Vec<u8>) -> Response {
     let mut response = Response::new(Body::from(bytes));
     *response.status_mut() =
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -358,6 +361,7 @@ async fn handle(
                     json_response(code, &events_out(object))
                 }
                 Ok(Served::Object(code, object)) => json_response(code, &object),
+                Ok(Served::Raw(code, bytes)) => bytes_response(code, bytes),
                 Ok(Served::Watch(plan)) => watch_stream::respond(shared.clone(), *plan),
                 Err(error) => error_response(&error),
             }
@@ -408,6 +412,8 @@ fn events_in(request: &ResourceRequest, object: Value) -> Value {
 
 enum Served {
     Object(u16, Value),
+    /// An already encoded JSON body.
+    Raw(u16, Vec<u8>),
     Watch(Box<watch_stream::WatchPlan>),
 }
 
@@ -690,26 +696,18 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
         None => (state.resource_version(), None),
     };
     let namespace = request.namespace.as_deref();
-    let mut items = Vec::new();
+    let mut stored: Vec<Arc<Value>> = Vec::new();
     let mut last_key = None;
     let mut remaining = 0usize;
-    let custom = info.custom;
     for (key, object) in state.select(info, namespace, &selectors, after.as_ref()) {
-        if limit > 0 && items.len() as i64 >= limit {
+        if limit > 0 && stored.len() as i64 >= limit {
             remaining += 1;
             continue;
         }
-        let mut item = State::present(info, &request.version, object);
-        if !custom
-            && request.format == Format::Json
-            && let Some(map) = item.as_object_mut()
-        {
-            map.remove("apiVersion");
-            map.remove("kind");
-        }
-        items.push(item);
+        stored.push(object.clone());
         last_key = Some(key.clone());
     }
+    drop(state);
     let mut metadata = json!({ "resourceVersion": list_version.to_string() });
     if remaining > 0
         && let Some(key) = &last_key
@@ -719,13 +717,77 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
             metadata["remainingItemCount"] = json!(remaining);
         }
     }
+    let api_version = info.api_version(&request.version);
+    if request.format == Format::Json && !request.events_v1 {
+        // The common case, serialized straight from the stored objects without copying them:
+        // built-in lists carry no per-item apiVersion/kind, custom resource lists do.
+        let type_meta = info.custom.then_some((api_version.as_str(), info.kind.as_str()));
+        let list = ListView {
+            api_version: &api_version,
+            kind: format!("{}List", info.kind),
+            metadata,
+            items: stored.iter().map(|object| ItemView { object, type_meta }).collect(),
+        };
+        let bytes = serde_json::to_vec(&list)
+            .map_err(|error| ApiError::from_code(500, format!("encoding the list: {error}")))?;
+        return Ok(Served::Raw(200, bytes));
+    }
+    let items: Vec<Value> = stored
+        .iter()
+        .map(|object| {
+            let mut item = State::present(info, &request.version, object);
+            if !info.custom
+                && request.format == Format::Json
+                && let Some(map) = item.as_object_mut()
+            {
+                map.remove("apiVersion");
+                map.remove("kind");
+            }
+            item
+        })
+        .collect();
     let list = json!({
-        "apiVersion": info.api_version(&request.version),
+        "apiVersion": api_version,
         "kind": format!("{}List", info.kind),
         "metadata": metadata,
         "items": items,
     });
     Ok(Served::Object(200, table::render_list(&request.format, info, list)))
+}
+
+#[derive(serde::Serialize)]
+struct ListView<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: String,
+    metadata: Value,
+    items: Vec<ItemView<'a>>,
+}
+
+/// A stored object with the apiVersion and kind of the request (or none).
+struct ItemView<'a> {
+    object: &'a Value,
+    type_meta: Option<(&'a str, &'a str)>,
+}
+
+impl serde::Serialize for ItemView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(map) = self.object.as_object() else {
+            return self.object.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(None)?;
+        if let Some((api_version, kind)) = self.type_meta {
+            out.serialize_entry("apiVersion", api_version)?;
+            out.serialize_entry("kind", kind)?;
+        }
+        for (key, value) in map {
+            if key != "apiVersion" && key != "kind" {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        out.end()
+    }
 }
 
 pub(crate) fn not_found_page() -> Response {

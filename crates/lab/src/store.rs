@@ -427,7 +427,11 @@ impl State {
             }
             metadata.insert("uid".to_string(), json!(uuid::Uuid::new_v4().to_string()));
             metadata.insert("creationTimestamp".to_string(), json!(ctx.now));
-            metadata.insert("generation".to_string(), json!(1));
+            if info.tracks_generation() {
+                metadata.insert("generation".to_string(), json!(1));
+            } else {
+                metadata.remove("generation");
+            }
             metadata.remove("deletionTimestamp");
             metadata.remove("deletionGracePeriodSeconds");
             metadata.remove("selfLink");
@@ -661,7 +665,7 @@ impl State {
                 metadata.insert("managedFields".to_string(), managed_fields);
             }
         }
-        if spec_view(info, &old) != spec_view(info, &object) {
+        if info.tracks_generation() && spec_view(info, &old) != spec_view(info, &object) {
             let generation =
                 old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             set_meta(&mut object, "generation", json!(generation + 1));

@@ -220,6 +220,9 @@ pub(crate) fn render_object(
 }
 
 pub(crate) fn render_list(format: &Format, info: &ResourceInfo, list: Value) -> Value {
+    if *format == Format::Json {
+        return list;
+    }
     let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
     let metadata = list.get("metadata").cloned().unwrap_or_else(|| json!({}));
     match format {

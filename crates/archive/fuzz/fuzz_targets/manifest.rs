@@ -12,11 +12,15 @@ fuzz_target!(|data: &[u8]| {
     let again = Manifest::from_slice("manifest-a.json", &manifest.to_vec());
     assert!(again.is_ok(), "a written manifest must read back: {again:?}");
     let coverage = Coverage::from_manifests([&manifest]);
-    let backup = BackupPoint { gtid_executed: GtidSet::new(), dump_end: jiff::Timestamp::UNIX_EPOCH };
+    let backup =
+        BackupPoint { gtid_executed: GtidSet::new(), dump_end: jiff::Timestamp::UNIX_EPOCH };
     let _ = coverage.window(&backup, &GtidSet::new());
     for file in &manifest.files {
         let _ = coverage.window(
-            &BackupPoint { gtid_executed: file.previous_gtids.clone(), dump_end: jiff::Timestamp::UNIX_EPOCH },
+            &BackupPoint {
+                gtid_executed: file.previous_gtids.clone(),
+                dump_end: jiff::Timestamp::UNIX_EPOCH,
+            },
             &file.gtids,
         );
     }

@@ -16,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
         steps += 1;
         assert!(steps < 100, "the reader does not terminate");
         match fetch.request {
-            Request::List => reader.feed_listing(Ok(vec!["archive.json".into(), "manifest-a.json".into()])),
+            Request::List => {
+                reader.feed_listing(Ok(vec!["archive.json".into(), "manifest-a.json".into()]))
+            }
             Request::Get { key, max_bytes } => {
                 let bytes = if key == "archive.json" { descriptor } else { manifest };
                 if bytes.is_empty() && key != "archive.json" {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use bloodraven_crd::annotations::{
-    Action, CompactTime, Duration, HoldAcknowledgement, PLANNED_FAILOVER_MANAGER_ABSENT_SINCE,
+    Action, CompactTime, GoDuration, HoldAcknowledgement, PLANNED_FAILOVER_MANAGER_ABSENT_SINCE,
     PlannedFailoverRequest, RecloneRequest, RunSince, StatusFence, TerminalMarker,
 };
 use libfuzzer_sys::fuzz_target;
@@ -27,8 +27,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    match Duration::parse(text) {
-        Ok(duration) => assert_eq!(Duration::parse(&duration.to_string()), Ok(duration)),
+    match GoDuration::parse(text) {
+        Ok(duration) => assert_eq!(GoDuration::parse(&duration.to_string()), Ok(duration)),
         Err(error) => assert!(error.position <= text.len()),
     }
 

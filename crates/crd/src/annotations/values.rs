@@ -20,10 +20,11 @@ use std::fmt;
 
 use jiff::{Timestamp, civil::DateTime, tz::TimeZone};
 
+use crate::duration::{DurationErrorKind, GoDuration};
+
 use super::{
     ACKNOWLEDGE_PLANNED_FAILOVER_HOLD, PLANNED_FAILOVER, PLANNED_FAILOVER_STATUS_FENCE,
     RECLONE_SITE,
-    duration::{Duration, DurationErrorKind},
     grammar::{Action, ActionError, ActionErrorKind},
 };
 
@@ -75,11 +76,11 @@ pub enum ValueErrorKind {
         /// The key holding it.
         key: &'static str,
         /// The parsed value.
-        value: Duration,
+        value: GoDuration,
         /// Smallest allowed value.
-        min: Duration,
+        min: GoDuration,
         /// Largest allowed value.
-        max: Duration,
+        max: GoDuration,
     },
     /// A time that is not `YYYYMMDDThhmmssZ`.
     #[error("{key} is not a UTC time of the form YYYYMMDDThhmmssZ")]
@@ -219,14 +220,14 @@ impl fmt::Display for CompactTime {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PlannedFailoverRequest {
     target_site: String,
-    max_lag_wait: Option<Duration>,
+    max_lag_wait: Option<GoDuration>,
 }
 
 impl PlannedFailoverRequest {
     /// The shortest `maxLagWait` override: 1s.
-    pub const MAX_LAG_WAIT_MIN: Duration = Duration::from_nanos(1_000_000_000);
+    pub const MAX_LAG_WAIT_MIN: GoDuration = GoDuration::from_nanos(1_000_000_000);
     /// The longest `maxLagWait` override: 1h.
-    pub const MAX_LAG_WAIT_MAX: Duration = Duration::from_nanos(3_600_000_000_000);
+    pub const MAX_LAG_WAIT_MAX: GoDuration = GoDuration::from_nanos(3_600_000_000_000);
     const KEY_MAX_LAG_WAIT: &'static str = "maxLagWait";
 
     /// A request to move the primary role to `target_site`.
@@ -239,7 +240,7 @@ impl PlannedFailoverRequest {
     /// This request with a `maxLagWait` override (1s to 1h).
     pub fn with_max_lag_wait(
         mut self,
-        max_lag_wait: Duration,
+        max_lag_wait: GoDuration,
     ) -> Result<PlannedFailoverRequest, ValueError> {
         let key = Self::KEY_MAX_LAG_WAIT;
         let (min, max) = (Self::MAX_LAG_WAIT_MIN, Self::MAX_LAG_WAIT_MAX);
@@ -261,7 +262,7 @@ impl PlannedFailoverRequest {
         let mut request =
             PlannedFailoverRequest { target_site: action.subject().to_owned(), max_lag_wait: None };
         if let Some(pair) = action.get(key) {
-            let value = Duration::parse(pair.value).map_err(|error| {
+            let value = GoDuration::parse(pair.value).map_err(|error| {
                 let kind = ValueErrorKind::InvalidDuration { key, kind: error.kind };
                 ValueError::new(PLANNED_FAILOVER, input, pair.value_position + error.position, kind)
             })?;
@@ -281,7 +282,7 @@ impl PlannedFailoverRequest {
     }
 
     /// The per-request `maxLagWait` override, if any.
-    pub fn max_lag_wait(&self) -> Option<Duration> {
+    pub fn max_lag_wait(&self) -> Option<GoDuration> {
         self.max_lag_wait
     }
 }

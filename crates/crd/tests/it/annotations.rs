@@ -1,7 +1,7 @@
 //! The action grammar and the typed annotation values: parse and format are inverse.
 
 use bloodraven_crd::annotations::{
-    Action, ActionErrorKind, CompactTime, Duration, HoldAcknowledgement,
+    Action, ActionErrorKind, CompactTime, GoDuration, HoldAcknowledgement,
     PLANNED_FAILOVER_CONFIRMED, PlannedFailoverRequest, RecloneRequest, RunSince, StatusFence,
     TerminalMarker, TerminalRecord, ValueErrorKind,
 };
@@ -86,16 +86,16 @@ proptest! {
 
     #[test]
     fn duration_format_then_parse_is_identity(nanos in any::<i64>()) {
-        let duration = Duration::from_nanos(nanos);
-        prop_assert_eq!(Duration::parse(&duration.to_string()), Ok(duration));
+        let duration = GoDuration::from_nanos(nanos);
+        prop_assert_eq!(GoDuration::parse(&duration.to_string()), Ok(duration));
     }
 
     #[test]
     fn duration_parse_then_format_is_stable(text in go_duration_text()) {
-        if let Ok(duration) = Duration::parse(&text) {
+        if let Ok(duration) = GoDuration::parse(&text) {
             let canonical = duration.to_string();
-            prop_assert_eq!(Duration::parse(&canonical), Ok(duration));
-            prop_assert_eq!(Duration::parse(&canonical).unwrap().to_string(), canonical);
+            prop_assert_eq!(GoDuration::parse(&canonical), Ok(duration));
+            prop_assert_eq!(GoDuration::parse(&canonical).unwrap().to_string(), canonical);
         }
     }
 
@@ -106,14 +106,14 @@ proptest! {
     ) {
         let mut request = PlannedFailoverRequest::new(site).unwrap();
         if let Some(nanos) = max_lag_wait {
-            request = request.with_max_lag_wait(Duration::from_nanos(nanos)).unwrap();
+            request = request.with_max_lag_wait(GoDuration::from_nanos(nanos)).unwrap();
         }
         prop_assert_eq!(PlannedFailoverRequest::parse(&request.to_string()), Ok(request));
     }
 
     #[test]
     fn planned_failover_request_refuses_out_of_range(nanos in any::<i64>()) {
-        let duration = Duration::from_nanos(nanos);
+        let duration = GoDuration::from_nanos(nanos);
         let text = format!("pdx:maxLagWait={duration}");
         let in_range = (1_000_000_000..=3_600_000_000_000).contains(&nanos);
         match PlannedFailoverRequest::parse(&text) {

@@ -4,13 +4,7 @@
 use bloodraven_crd::fixtures::GroupFixture;
 use serde_json::{Value, json};
 
-/// The `openAPIV3Schema` of a committed CRD file.
-fn schema(file_name: &str) -> Value {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds").join(file_name);
-    let crd: Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
-}
+use crate::schema;
 
 fn group() -> Value {
     serde_json::to_value(GroupFixture::three_sites().build()).unwrap()

@@ -1,13 +1,9 @@
 //! The committed CRDs under deploy/crds/ are what the types generate, and are valid
 //! `apiextensions.k8s.io/v1` objects.
 
-use std::path::PathBuf;
+use crate::{crd_directory, schema};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-
-fn crd_directory() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds")
-}
 
 #[test]
 fn committed_crds_are_fresh() {
@@ -93,13 +89,6 @@ fn committed_crds_parse_as_custom_resource_definitions() {
         let properties = schema.properties.as_ref().unwrap();
         assert!(properties.contains_key("spec") && properties.contains_key("status"));
     }
-}
-
-/// The `openAPIV3Schema` of a committed CRD file, as JSON.
-fn schema(file_name: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(crd_directory().join(file_name)).unwrap();
-    let crd: serde_json::Value = serde_norway::from_str(&text).unwrap();
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
 }
 
 /// Checks the structural-schema rules the API server enforces that the derive could break.

@@ -354,3 +354,50 @@ async fn events_recorded_through_events_k8s_io_are_core_events_too() {
     .await;
     lab.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn dependents_are_collected_and_collections_deleted() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    let lab = lab().await;
+    bounded(async {
+        let client = client(&lab).await;
+        let widgets: Api<Widget> = Api::namespaced(client.clone(), "default");
+        let maps: Api<ConfigMap> = Api::namespaced(client, "default");
+        let owner = widgets.create(&PostParams::default(), &widget("owner", "red")).await.unwrap();
+        let mut owned = config_map("owned", &[("app", "lab")]);
+        owned.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "lab.bloodraven.test/v1".to_string(),
+            kind: "Widget".to_string(),
+            name: "owner".to_string(),
+            uid: owner.metadata.uid.clone().unwrap(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        let owned = maps.create(&PostParams::default(), &owned).await.unwrap();
+        assert_eq!(owned.metadata.generation, None, "ConfigMaps have no generation");
+        widgets.delete("owner", &DeleteParams::default()).await.unwrap();
+        assert_eq!(api_status(maps.get("owned").await.unwrap_err()).code, 404, "garbage collected");
+
+        for name in ["a", "b", "c"] {
+            let labels: &[(&str, &str)] =
+                if name == "c" { &[("app", "other")] } else { &[("app", "lab")] };
+            maps.create(&PostParams::default(), &config_map(name, labels)).await.unwrap();
+        }
+        maps.delete_collection(&DeleteParams::default(), &ListParams::default().labels("app=lab"))
+            .await
+            .unwrap();
+        let left: Vec<String> = maps
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|map| map.metadata.name.unwrap())
+            .collect();
+        assert_eq!(left, ["c"]);
+        assert!(lab.requests().iter().any(|request| request.verb == "deletecollection"));
+    })
+    .await;
+    lab.stop().await.unwrap();
+}

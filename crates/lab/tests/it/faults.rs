@@ -194,3 +194,22 @@ async fn unknown_tokens_and_disabled_anonymous_access_get_401() {
     .await;
     lab.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn kube_clients_reach_a_tls_lab_with_the_generated_kubeconfig() {
+    let config = bloodraven_lab::LabConfig { tls: true, ..bloodraven_lab::LabConfig::default() }
+        .with_user("alice", "alice-token");
+    let lab = crate::support::start_lab(config).await;
+    bounded(async {
+        assert!(lab.url().starts_with("https://127.0.0.1:"));
+        assert!(lab.ca_pem().is_some_and(|pem| pem.starts_with("-----BEGIN CERTIFICATE-----")));
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+        let mut stream = watcher(widgets.clone(), watcher::Config::default()).boxed();
+        while !matches!(stream.next().await.unwrap().unwrap(), watcher::Event::InitDone) {}
+        let users: Vec<String> = lab.requests().into_iter().map(|request| request.user).collect();
+        assert!(users.iter().all(|user| user == "alice"), "{users:?}");
+    })
+    .await;
+    lab.stop().await.unwrap();
+}

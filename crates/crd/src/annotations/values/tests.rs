@@ -16,7 +16,7 @@ fn planned_failover_request() {
     assert_eq!(request.to_string(), "pdx");
 
     let request = PlannedFailoverRequest::parse("pdx:maxLagWait=30s").unwrap();
-    assert_eq!(request.max_lag_wait(), Some(Duration::from_secs(30).unwrap()));
+    assert_eq!(request.max_lag_wait(), Some(GoDuration::from_secs(30).unwrap()));
     assert_eq!(request.to_string(), "pdx:maxLagWait=30s");
 
     // Go accepts 0.5m; we write it back in Go's canonical form.
@@ -50,7 +50,7 @@ fn planned_failover_request_refusals() {
             15,
             ValueErrorKind::DurationOutOfRange {
                 key,
-                value: Duration::from_nanos(3_600_000_000_001),
+                value: GoDuration::from_nanos(3_600_000_000_001),
                 min,
                 max
             }
@@ -62,7 +62,7 @@ fn planned_failover_request_refusals() {
             15,
             ValueErrorKind::DurationOutOfRange {
                 key,
-                value: Duration::from_nanos(999_000_000),
+                value: GoDuration::from_nanos(999_000_000),
                 min,
                 max
             }
@@ -74,7 +74,7 @@ fn planned_failover_request_refusals() {
             15,
             ValueErrorKind::DurationOutOfRange {
                 key,
-                value: Duration::from_nanos(-5_000_000_000),
+                value: GoDuration::from_nanos(-5_000_000_000),
                 min,
                 max
             }
@@ -88,7 +88,7 @@ fn planned_failover_request_refusals() {
     );
     let over = PlannedFailoverRequest::new("pdx")
         .unwrap()
-        .with_max_lag_wait(Duration::from_mins(61).unwrap());
+        .with_max_lag_wait(GoDuration::from_mins(61).unwrap());
     assert_eq!(refused(over).0, 15);
 }
 

@@ -1,0 +1,68 @@
+//! `bloodraven lab`: an in-memory API server with a scenario loaded, and a kubeconfig for it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use bloodraven_lab::{Lab, LabConfig};
+
+use crate::scenarios;
+
+/// The CRDs, as generated into `deploy/crds/` (embedded so the binary runs anywhere).
+pub const CRDS: [(&str, &str); 3] = [
+    (
+        "mysqlfailovergroups.shipstream.io.yaml",
+        include_str!("../../deploy/crds/mysqlfailovergroups.shipstream.io.yaml"),
+    ),
+    ("mysqlbackups.shipstream.io.yaml", include_str!("../../deploy/crds/mysqlbackups.shipstream.io.yaml")),
+    (
+        "mysqlbackupverifications.shipstream.io.yaml",
+        include_str!("../../deploy/crds/mysqlbackupverifications.shipstream.io.yaml"),
+    ),
+];
+
+/// A running lab with its kubeconfig in a temporary directory (removed on drop).
+pub struct RunningLab {
+    pub lab: Lab,
+    directory: tempfile::TempDir,
+}
+
+impl RunningLab {
+    /// Starts a lab on 127.0.0.1 with the CRDs and `scenario` loaded (times shifted to `now`).
+    pub async fn start(scenario: &str, now: jiff::Timestamp) -> anyhow::Result<Self> {
+        let objects = scenarios::objects(scenario, now)?;
+        let lab = Lab::start(LabConfig::default()).await.context("starting the lab API server")?;
+        for (file, text) in CRDS {
+            lab.load_crds(text).with_context(|| format!("loading {file}"))?;
+        }
+        for object in objects {
+            let what = format!(
+                "{} {}",
+                object["kind"].as_str().unwrap_or("?"),
+                object["metadata"]["name"].as_str().unwrap_or("?")
+            );
+            lab.apply(object).with_context(|| format!("loading {what} of scenario {scenario}"))?;
+        }
+        let directory = tempfile::Builder::new()
+            .prefix("bloodraven-lab-")
+            .tempdir()
+            .context("creating the kubeconfig directory")?;
+        lab.write_kubeconfig(&directory.path().join("kubeconfig"), None)
+            .context("writing the kubeconfig")?;
+        Ok(Self { lab, directory })
+    }
+
+    /// The kubeconfig file.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.directory.path().join("kubeconfig")
+    }
+
+    /// The temporary directory.
+    pub fn directory(&self) -> &Path {
+        self.directory.path()
+    }
+
+    /// Stops the server (the directory goes when `self` drops).
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.lab.stop().await.context("stopping the lab API server")
+    }
+}

@@ -1,0 +1,145 @@
+use bloodraven_crd::group::{PlannedFailoverOutcome, PlannedFailoverPhase, PitrToken, RestoreReclonesPhase};
+use bloodraven_crd::{ConditionType, MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
+use k8s_openapi::api::core::v1::Event;
+use serde::de::DeserializeOwned;
+
+use super::*;
+
+/// The CRD's OpenAPI schema of `kind`, from `deploy/crds/`.
+fn schema(kind: &str) -> Value {
+    let file = match kind {
+        "MysqlFailoverGroup" => "mysqlfailovergroups.shipstream.io.yaml",
+        "MysqlBackup" => "mysqlbackups.shipstream.io.yaml",
+        "MysqlBackupVerification" => "mysqlbackupverifications.shipstream.io.yaml",
+        other => panic!("no CRD for {other}"),
+    };
+    let path = format!("{}/../deploy/crds/{file}", env!("CARGO_MANIFEST_DIR"));
+    let crd: Value = serde_norway::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+}
+
+/// Every key of `value` must be a property the schema declares, wherever the schema lists
+/// properties (status blocks that keep unknown fields included: a scenario uses none).
+fn check_schema(value: &Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (key, child) in map {
+                    match properties.get(key) {
+                        Some(child_schema) => {
+                            check_schema(child, child_schema, &format!("{path}.{key}"), errors)
+                        }
+                        None if path.is_empty() && key == "metadata" => {}
+                        None => errors.push(format!("{path}.{key} is not in the CRD schema")),
+                    }
+                }
+            } else if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for (key, child) in map {
+                    check_schema(child, additional, &format!("{path}.{key}"), errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (index, item) in items.iter().enumerate() {
+                    check_schema(item, item_schema, &format!("{path}[{index}]"), errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Deserializes into `K` and back: the object must survive unchanged (no field dropped).
+fn round_trip<K: DeserializeOwned + serde::Serialize>(object: &Value, what: &str) -> K {
+    let typed: K = serde_json::from_value(object.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let back = serde_json::to_value(&typed).unwrap();
+    pretty_assertions::assert_eq!(&back, object, "{what} does not round-trip");
+    typed
+}
+
+fn groups(name: &str) -> Vec<MysqlFailoverGroup> {
+    raw_objects(name)
+        .unwrap()
+        .into_iter()
+        .filter(|o| o["kind"] == "MysqlFailoverGroup")
+        .map(|o| serde_json::from_value(o).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_scenario_matches_the_crd_types_strictly() {
+    for name in NAMES {
+        let objects = raw_objects(name).unwrap();
+        assert!(!objects.is_empty(), "{name} is empty");
+        for (index, object) in objects.iter().enumerate() {
+            let kind = object["kind"].as_str().unwrap();
+            let what = format!("{name} document {}", index + 1);
+            match kind {
+                "MysqlFailoverGroup" => drop(round_trip::<MysqlFailoverGroup>(object, &what)),
+                "MysqlBackup" => drop(round_trip::<MysqlBackup>(object, &what)),
+                "MysqlBackupVerification" => drop(round_trip::<MysqlBackupVerification>(object, &what)),
+                "Event" => drop(round_trip::<Event>(object, &what)),
+                other => panic!("{what}: unexpected kind {other}"),
+            }
+            if kind != "Event" {
+                let mut errors = Vec::new();
+                check_schema(object, &schema(kind), "", &mut errors);
+                assert!(errors.is_empty(), "{what}: {errors:#?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_schema_check_catches_an_unknown_field() {
+    let mut object = raw_objects("healthy").unwrap().remove(0);
+    object["status"]["plannedFailoverHold"] = serde_json::json!({"runId": "x"});
+    let mut errors = Vec::new();
+    check_schema(&object, &schema("MysqlFailoverGroup"), "", &mut errors);
+    assert_eq!(errors, [".status.plannedFailoverHold.runId is not in the CRD schema"]);
+}
+
+#[test]
+fn scenarios_hold_what_their_names_say() {
+    assert_eq!(groups("healthy").len(), 3);
+    for group in groups("healthy") {
+        assert_eq!(group.spec.sites.len(), 3);
+    }
+    let waiting = groups("planned-failover-waiting").remove(0);
+    let record = waiting.status.as_ref().unwrap().planned_failover.as_ref().unwrap();
+    assert_eq!(record.phase, Some(PlannedFailoverPhase::WaitingForLag));
+
+    let held = groups("hold-standing").remove(0);
+    let status = held.status.as_ref().unwrap();
+    let result = status.planned_failover.as_ref().unwrap().result.as_ref().unwrap();
+    assert_eq!(result.outcome, Some(PlannedFailoverOutcome::ManualRecoveryRequired));
+    assert!(status.planned_failover_hold.is_some());
+    assert!(status.condition(&ConditionType::AutomaticFailoverHeld).unwrap().is_true());
+
+    let draining = groups("reclone-draining").remove(0);
+    let queue = draining.status.as_ref().unwrap().restore_reclones.clone().unwrap();
+    assert_eq!(queue.phase, Some(RestoreReclonesPhase::Draining));
+    let held_queue = groups("reclone-held").remove(0).status.unwrap().restore_reclones.unwrap();
+    assert_eq!(held_queue.phase, Some(RestoreReclonesPhase::Held));
+
+    let divergent = groups("pitr-divergent").remove(0).status.unwrap().restore.unwrap();
+    assert_eq!(divergent.reason, Some(PitrToken::PitrArchiveDivergentHistory));
+    let message = divergent.message.unwrap();
+    assert!(message.starts_with("PITRArchiveDivergentHistory: 5 archived transactions committed between the backup's newest transaction ("));
+    assert!(message.contains("They were lost at a failover, written on a replica (errant), or belong to another branch."));
+    assert!(message.contains("add them to excludeGtids, or choose a target at or before"));
+
+    assert_eq!(groups("fleet-1000").len(), FLEET_SIZE);
+}
+
+#[test]
+fn times_shift_to_now() {
+    let now: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+    let objects = objects("hold-standing", now).unwrap();
+    let hold = &objects[0]["status"]["plannedFailoverHold"];
+    // 14:32:09 was 7m51s before the epoch.
+    assert_eq!(hold["holdTime"], "2026-11-29T19:52:09Z");
+    assert_eq!(hold["runID"], "6f1c2a4e-4b7d-4a1f-9a0e-2d5b8c3f7e10");
+    assert!(matches!(raw_objects("nope"), Err(Error::UnknownScenario(_))));
+}

@@ -1,0 +1,73 @@
+//! Actions in, effects out.
+
+use bloodraven_crd::{MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Event;
+
+use super::state::{ConnectionStatus, Scope, SourceKind};
+
+/// Something the user asked for (after the keymap).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Intent {
+    Quit,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    Open,
+    Back,
+    NextTab,
+    PreviousTab,
+    Tab(usize),
+    StartFilter,
+    StartCommand,
+    CycleSort,
+    ReverseSort,
+    ToggleFreeze,
+    ToggleHelp,
+    /// A character typed into the filter or command line.
+    Type(char),
+    Erase,
+    Submit,
+    Cancel,
+}
+
+/// One change a source saw.
+#[derive(Clone, Debug)]
+pub enum Change<K> {
+    /// A full (re)list: the objects replace what was known.
+    Restarted(Vec<K>),
+    Applied(Box<K>),
+    Deleted(Box<K>),
+}
+
+/// What a source reports: owned snapshots, no UI state.
+#[derive(Clone, Debug)]
+pub enum DataEvent {
+    Groups(Change<MysqlFailoverGroup>),
+    Backups(Change<MysqlBackup>),
+    Verifications(Change<MysqlBackupVerification>),
+    Events(Change<Event>),
+    Connection { source: SourceKind, status: ConnectionStatus, at: Timestamp },
+}
+
+/// Everything `update` handles.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Input(Intent),
+    Data(DataEvent),
+    /// The clock moved on.
+    Tick(Timestamp),
+    /// The terminal changed size.
+    Resize,
+}
+
+/// What `update` asks the runtime to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Draw a new frame.
+    Render,
+    /// Restart the sources for another namespace scope.
+    Watch(Scope),
+    Quit,
+}

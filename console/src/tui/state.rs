@@ -1,0 +1,291 @@
+//! The console's state: a domain snapshot plus UI state. Plain data.
+
+use std::collections::BTreeMap;
+
+use bloodraven_crd::{MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Event;
+
+use super::action::DataEvent;
+
+/// Namespace and name.
+pub type Key = (String, String);
+
+/// Which namespaces the console watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Namespace(String),
+    All,
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Namespace(namespace) => f.write_str(namespace),
+            Scope::All => f.write_str("all namespaces"),
+        }
+    }
+}
+
+/// The watched kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKind {
+    Groups,
+    Backups,
+    Verifications,
+    Events,
+}
+
+impl SourceKind {
+    pub const ALL: [SourceKind; 4] =
+        [SourceKind::Groups, SourceKind::Backups, SourceKind::Verifications, SourceKind::Events];
+}
+
+/// A source's link to the API server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnectionStatus {
+    Connecting,
+    Connected,
+    /// The watch failed at `since`; the next attempt is at `retry_at`. Data is stale since
+    /// `since`.
+    Reconnecting { since: Timestamp, retry_at: Timestamp, error: String },
+}
+
+/// What is known about one source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceState {
+    pub status: ConnectionStatus,
+    /// When the source last delivered data (a list or a change).
+    pub updated: Option<Timestamp>,
+}
+
+impl Default for SourceState {
+    fn default() -> Self {
+        Self { status: ConnectionStatus::Connecting, updated: None }
+    }
+}
+
+/// The screens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    Fleet,
+    Group { key: Key, tab: DetailTab },
+}
+
+/// The tabs of the group detail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DetailTab {
+    Overview,
+    PlannedFailover,
+    Hold,
+    Reclones,
+    Restore,
+    Archive,
+    Backups,
+}
+
+impl DetailTab {
+    pub const ALL: [DetailTab; 7] = [
+        DetailTab::Overview,
+        DetailTab::PlannedFailover,
+        DetailTab::Hold,
+        DetailTab::Reclones,
+        DetailTab::Restore,
+        DetailTab::Archive,
+        DetailTab::Backups,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            DetailTab::Overview => "Overview",
+            DetailTab::PlannedFailover => "Planned failover",
+            DetailTab::Hold => "Hold",
+            DetailTab::Reclones => "Reclone queue",
+            DetailTab::Restore => "Restore",
+            DetailTab::Archive => "Archive",
+            DetailTab::Backups => "Backups",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        DetailTab::ALL.iter().position(|tab| *tab == self).unwrap_or(0)
+    }
+}
+
+/// Input modes; each has its own keymap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Fleet,
+    Detail,
+    Filter,
+    Command,
+    Help,
+}
+
+/// Columns the fleet list sorts by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortColumn {
+    Name,
+    Active,
+    Ready,
+    Planned,
+    LastFailover,
+}
+
+impl SortColumn {
+    pub const ALL: [SortColumn; 5] = [
+        SortColumn::Name,
+        SortColumn::Active,
+        SortColumn::Ready,
+        SortColumn::Planned,
+        SortColumn::LastFailover,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            SortColumn::Name => "name",
+            SortColumn::Active => "active",
+            SortColumn::Ready => "ready",
+            SortColumn::Planned => "planned",
+            SortColumn::LastFailover => "last failover",
+        }
+    }
+}
+
+/// UI state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ui {
+    pub screens: Vec<Screen>,
+    pub mode: Mode,
+    /// The mode to return to from Filter, Command or Help.
+    pub previous_mode: Mode,
+    pub selected: usize,
+    pub filter: String,
+    pub filter_error: Option<String>,
+    pub sort: SortColumn,
+    pub descending: bool,
+    pub command: String,
+    /// A one-line message (command results, errors).
+    pub message: Option<String>,
+    pub no_color: bool,
+}
+
+impl Default for Ui {
+    fn default() -> Self {
+        Self {
+            screens: vec![Screen::Fleet],
+            mode: Mode::Fleet,
+            previous_mode: Mode::Fleet,
+            selected: 0,
+            filter: String::new(),
+            filter_error: None,
+            sort: SortColumn::Name,
+            descending: false,
+            command: String::new(),
+            message: None,
+            no_color: false,
+        }
+    }
+}
+
+/// The data the console shows.
+#[derive(Clone, Debug, Default)]
+pub struct Data {
+    pub groups: BTreeMap<Key, MysqlFailoverGroup>,
+    pub backups: BTreeMap<Key, MysqlBackup>,
+    pub verifications: BTreeMap<Key, MysqlBackupVerification>,
+    pub events: BTreeMap<Key, Event>,
+    pub sources: BTreeMap<SourceKind, SourceState>,
+}
+
+/// Everything.
+#[derive(Clone, Debug)]
+pub struct State {
+    pub now: Timestamp,
+    pub context: String,
+    pub scope: Scope,
+    pub data: Data,
+    /// While frozen the display keeps its data and clock; changes queue here.
+    pub frozen: Option<Vec<DataEvent>>,
+    pub ui: Ui,
+}
+
+impl State {
+    pub fn new(now: Timestamp, context: impl Into<String>, scope: Scope) -> Self {
+        let mut data = Data::default();
+        for source in SourceKind::ALL {
+            data.sources.insert(source, SourceState::default());
+        }
+        Self { now, context: context.into(), scope, data, frozen: None, ui: Ui::default() }
+    }
+
+    /// The current screen.
+    pub fn screen(&self) -> &Screen {
+        self.ui.screens.last().unwrap_or(&Screen::Fleet)
+    }
+
+    /// The source's state.
+    pub fn source(&self, kind: SourceKind) -> SourceState {
+        self.data.sources.get(&kind).cloned().unwrap_or_default()
+    }
+
+    /// The fleet list as shown: filtered by the regex (on `namespace/name`, active site and
+    /// the planned phase) and sorted.
+    pub fn visible_groups(&self) -> Vec<&MysqlFailoverGroup> {
+        let filter = if self.ui.filter.is_empty() {
+            None
+        } else {
+            regex::RegexBuilder::new(&self.ui.filter).case_insensitive(true).build().ok()
+        };
+        let mut groups: Vec<&MysqlFailoverGroup> = self
+            .data
+            .groups
+            .iter()
+            .filter(|(key, group)| {
+                filter.as_ref().is_none_or(|filter| {
+                    filter.is_match(&format!("{}/{}", key.0, key.1))
+                        || filter.is_match(&crate::summary::active_site(group))
+                        || filter.is_match(&crate::summary::planned_phase(group))
+                        || (crate::summary::held(group) && filter.is_match("+held"))
+                })
+            })
+            .map(|(_, group)| group)
+            .collect();
+        let name = |group: &MysqlFailoverGroup| {
+            (group.metadata.namespace.clone().unwrap_or_default(), group.metadata.name.clone().unwrap_or_default())
+        };
+        match self.ui.sort {
+            SortColumn::Name => groups.sort_by_key(|group| name(group)),
+            SortColumn::Active => groups.sort_by_key(|group| (crate::summary::active_site(group), name(group))),
+            SortColumn::Ready => {
+                groups.sort_by_key(|group| (crate::summary::ready_with_hold(group), name(group)))
+            }
+            SortColumn::Planned => {
+                groups.sort_by_key(|group| (crate::summary::planned_phase(group), name(group)))
+            }
+            SortColumn::LastFailover => groups.sort_by_key(|group| {
+                let time = group
+                    .status
+                    .as_ref()
+                    .and_then(|status| status.last_failover.as_ref())
+                    .and_then(|last| last.time.as_ref())
+                    .map(|time| std::cmp::Reverse(time.0.as_second()));
+                (time, name(group))
+            }),
+        }
+        if self.ui.descending {
+            groups.reverse();
+        }
+        groups
+    }
+
+    /// The group a detail screen shows.
+    pub fn group(&self, key: &Key) -> Option<&MysqlFailoverGroup> {
+        self.data.groups.get(key)
+    }
+}
+
+/// The key of an object.
+pub fn key_of(metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+    (metadata.namespace.clone().unwrap_or_default(), metadata.name.clone().unwrap_or_default())
+}

@@ -1,0 +1,280 @@
+//! `update`: the only place the state changes.
+
+use std::collections::BTreeMap;
+
+use super::action::{Action, Change, DataEvent, Effect, Intent};
+use super::state::{DetailTab, Key, Mode, Scope, Screen, SortColumn, SourceKind, State, key_of};
+
+/// Applies `action` to `state` and says what the runtime must do.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Input(intent) => input(state, intent),
+        Action::Data(event) => {
+            if let Some(queue) = &mut state.frozen {
+                queue.push(event);
+                // The header counts queued changes.
+                return vec![Effect::Render];
+            }
+            apply_data(state, event);
+            clamp_selection(state);
+            vec![Effect::Render]
+        }
+        Action::Tick(now) => {
+            if state.frozen.is_some() || now.as_second() == state.now.as_second() {
+                return Vec::new();
+            }
+            state.now = now;
+            vec![Effect::Render]
+        }
+        Action::Resize => vec![Effect::Render],
+    }
+}
+
+fn apply_change<K: kube::Resource>(map: &mut BTreeMap<Key, K>, change: Change<K>) {
+    match change {
+        Change::Restarted(objects) => {
+            map.clear();
+            for object in objects {
+                map.insert(key_of(object.meta()), object);
+            }
+        }
+        Change::Applied(object) => {
+            map.insert(key_of(object.meta()), *object);
+        }
+        Change::Deleted(object) => {
+            map.remove(&key_of(object.meta()));
+        }
+    }
+}
+
+fn apply_data(state: &mut State, event: DataEvent) {
+    let now = state.now;
+    let touched = match event {
+        DataEvent::Groups(change) => {
+            apply_change(&mut state.data.groups, change);
+            SourceKind::Groups
+        }
+        DataEvent::Backups(change) => {
+            apply_change(&mut state.data.backups, change);
+            SourceKind::Backups
+        }
+        DataEvent::Verifications(change) => {
+            apply_change(&mut state.data.verifications, change);
+            SourceKind::Verifications
+        }
+        DataEvent::Events(change) => {
+            apply_change(&mut state.data.events, change);
+            SourceKind::Events
+        }
+        DataEvent::Connection { source, status, at: _ } => {
+            state.data.sources.entry(source).or_default().status = status;
+            return;
+        }
+    };
+    let source = state.data.sources.entry(touched).or_default();
+    source.updated = Some(now);
+    source.status = super::state::ConnectionStatus::Connected;
+}
+
+fn clamp_selection(state: &mut State) {
+    let count = state.visible_groups().len();
+    state.ui.selected = state.ui.selected.min(count.saturating_sub(1));
+}
+
+fn input(state: &mut State, intent: Intent) -> Vec<Effect> {
+    state.ui.message = None;
+    if intent == Intent::Quit {
+        return vec![Effect::Quit];
+    }
+    match state.ui.mode {
+        Mode::Help => {
+            if intent == Intent::ToggleHelp {
+                state.ui.mode = state.ui.previous_mode;
+            }
+        }
+        Mode::Filter => line_input(state, intent, true),
+        Mode::Command => return command_input(state, intent),
+        Mode::Fleet => fleet_input(state, intent),
+        Mode::Detail => detail_input(state, intent),
+    }
+    vec![Effect::Render]
+}
+
+fn common(state: &mut State, intent: &Intent) -> bool {
+    match intent {
+        Intent::ToggleHelp => {
+            state.ui.previous_mode = state.ui.mode;
+            state.ui.mode = Mode::Help;
+        }
+        Intent::ToggleFreeze => match state.frozen.take() {
+            Some(queued) => {
+                for event in queued {
+                    apply_data(state, event);
+                }
+                clamp_selection(state);
+            }
+            None => state.frozen = Some(Vec::new()),
+        },
+        _ => return false,
+    }
+    true
+}
+
+fn fleet_input(state: &mut State, intent: Intent) {
+    if common(state, &intent) {
+        return;
+    }
+    let count = state.visible_groups().len();
+    match intent {
+        Intent::Up => state.ui.selected = state.ui.selected.saturating_sub(1),
+        Intent::Down => state.ui.selected = (state.ui.selected + 1).min(count.saturating_sub(1)),
+        Intent::Top => state.ui.selected = 0,
+        Intent::Bottom => state.ui.selected = count.saturating_sub(1),
+        Intent::Open => {
+            if let Some(group) = state.visible_groups().get(state.ui.selected) {
+                let key = key_of(&group.metadata);
+                state.ui.screens.push(Screen::Group { key, tab: DetailTab::Overview });
+                state.ui.mode = Mode::Detail;
+            }
+        }
+        Intent::StartFilter => {
+            state.ui.previous_mode = Mode::Fleet;
+            state.ui.mode = Mode::Filter;
+        }
+        Intent::StartCommand => {
+            state.ui.previous_mode = Mode::Fleet;
+            state.ui.mode = Mode::Command;
+            state.ui.command.clear();
+        }
+        Intent::CycleSort => {
+            let position = SortColumn::ALL.iter().position(|c| *c == state.ui.sort).unwrap_or(0);
+            state.ui.sort = SortColumn::ALL[(position + 1) % SortColumn::ALL.len()];
+            state.ui.message = Some(format!("sorted by {}", state.ui.sort.title()));
+        }
+        Intent::ReverseSort => state.ui.descending = !state.ui.descending,
+        _ => {}
+    }
+}
+
+fn detail_input(state: &mut State, intent: Intent) {
+    if common(state, &intent) {
+        return;
+    }
+    if intent == Intent::Back {
+        if state.ui.screens.len() > 1 {
+            state.ui.screens.pop();
+        }
+        state.ui.mode = Mode::Fleet;
+        return;
+    }
+    let Some(Screen::Group { tab, .. }) = state.ui.screens.last_mut() else { return };
+    let count = DetailTab::ALL.len();
+    let index = match intent {
+        Intent::NextTab => (tab.index() + 1) % count,
+        Intent::PreviousTab => (tab.index() + count - 1) % count,
+        Intent::Tab(index) if index < count => index,
+        _ => return,
+    };
+    *tab = DetailTab::ALL[index];
+}
+
+fn line_input(state: &mut State, intent: Intent, filter: bool) {
+    let line = if filter { &mut state.ui.filter } else { &mut state.ui.command };
+    match intent {
+        Intent::Type(c) => line.push(c),
+        Intent::Erase => {
+            line.pop();
+        }
+        Intent::Submit => state.ui.mode = state.ui.previous_mode,
+        Intent::Cancel => {
+            line.clear();
+            state.ui.mode = state.ui.previous_mode;
+        }
+        _ => {}
+    }
+    if filter {
+        state.ui.filter_error = if state.ui.filter.is_empty() {
+            None
+        } else {
+            regex::Regex::new(&state.ui.filter).err().map(|error| {
+                error.to_string().lines().last().unwrap_or("invalid regex").trim().to_owned()
+            })
+        };
+        state.ui.selected = 0;
+    }
+}
+
+fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
+    if intent != Intent::Submit {
+        line_input(state, intent, false);
+        return vec![Effect::Render];
+    }
+    let command = std::mem::take(&mut state.ui.command);
+    state.ui.mode = state.ui.previous_mode;
+    let mut effects = vec![Effect::Render];
+    let words: Vec<&str> = command.split_whitespace().collect();
+    match words.as_slice() {
+        ["ns" | "namespace", "all" | "-A"] | ["all"] => effects.extend(rescope(state, Scope::All)),
+        ["ns" | "namespace", namespace] => {
+            effects.extend(rescope(state, Scope::Namespace((*namespace).to_owned())))
+        }
+        ["view" | "v", view] => match *view {
+            "fleet" | "groups" => {
+                state.ui.screens.truncate(1);
+                state.ui.mode = Mode::Fleet;
+            }
+            other => match DetailTab::ALL.iter().find(|tab| tab_name(**tab) == other) {
+                Some(found) => match state.ui.screens.last_mut() {
+                    Some(Screen::Group { tab, .. }) => *tab = *found,
+                    _ => state.ui.message = Some("open a group first (enter)".to_owned()),
+                },
+                None => state.ui.message = Some(format!("unknown view {other:?}; {}", view_names())),
+            },
+        },
+        ["q" | "quit"] => return vec![Effect::Quit],
+        [] => {}
+        _ => {
+            state.ui.message =
+                Some(format!("unknown command {command:?}; try: ns <name>, ns all, view <{}>", view_names()))
+        }
+    }
+    effects
+}
+
+/// The name `:view` takes for a tab.
+pub fn tab_name(tab: DetailTab) -> &'static str {
+    match tab {
+        DetailTab::Overview => "overview",
+        DetailTab::PlannedFailover => "planned",
+        DetailTab::Hold => "hold",
+        DetailTab::Reclones => "reclones",
+        DetailTab::Restore => "restore",
+        DetailTab::Archive => "archive",
+        DetailTab::Backups => "backups",
+    }
+}
+
+fn view_names() -> String {
+    let mut names = vec!["fleet"];
+    names.extend(DetailTab::ALL.iter().map(|tab| tab_name(*tab)));
+    names.join("|")
+}
+
+fn rescope(state: &mut State, scope: Scope) -> Option<Effect> {
+    if state.scope == scope {
+        return None;
+    }
+    state.scope = scope.clone();
+    state.data = super::state::Data::default();
+    for source in SourceKind::ALL {
+        state.data.sources.insert(source, super::state::SourceState::default());
+    }
+    state.ui.screens.truncate(1);
+    state.ui.mode = Mode::Fleet;
+    state.ui.selected = 0;
+    state.ui.message = Some(format!("watching {scope}"));
+    Some(Effect::Watch(scope))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,670 @@
+//! `view`: the state in, a frame out. No IO, no clock (`now` comes from the state).
+
+use bloodraven_crd::catalog::Kind;
+use bloodraven_crd::group::PlannedFailoverStatus;
+use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
+use jiff::Timestamp;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, TableState, Tabs, Wrap};
+
+use super::keymap;
+use super::state::{ConnectionStatus, DetailTab, Key, Mode, Screen, SourceKind, State};
+use crate::report;
+use crate::summary::{self, NONE};
+
+/// The smallest terminal the layout is made for.
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+
+fn style(state: &State, color: Color) -> Style {
+    if state.ui.no_color { Style::default() } else { Style::default().fg(color) }
+}
+
+fn bold() -> Style {
+    Style::default().add_modifier(Modifier::BOLD)
+}
+
+/// Renders the whole screen.
+pub fn render(state: &State, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let text = format!(
+            "bloodraven needs at least {MIN_WIDTH}x{MIN_HEIGHT}; this terminal is {}x{}",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let [header, body, line, hints] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1), Constraint::Length(1)])
+            .areas(area);
+    render_header(state, frame, header);
+    match state.screen() {
+        Screen::Fleet => render_fleet(state, frame, body),
+        Screen::Group { key, tab } => render_group(state, frame, body, key, *tab),
+    }
+    render_line(state, frame, line);
+    let mode = if state.ui.mode == Mode::Help { Mode::Help } else { state.ui.mode };
+    frame.render_widget(Paragraph::new(keymap::hints(mode)).style(style(state, Color::DarkGray)), hints);
+    if state.ui.mode == Mode::Help {
+        render_help(state, frame, body);
+    }
+}
+
+/// The overall link: the worst source wins.
+pub fn connection_text(state: &State) -> (String, bool) {
+    let mut connecting = false;
+    let mut worst: Option<(Timestamp, Timestamp)> = None;
+    for kind in SourceKind::ALL {
+        match state.source(kind).status {
+            ConnectionStatus::Connected => {}
+            ConnectionStatus::Connecting => connecting = true,
+            ConnectionStatus::Reconnecting { since, retry_at, .. } => {
+                worst = Some(match worst {
+                    Some((earliest, retry)) => (earliest.min(since), retry.max(retry_at)),
+                    None => (since, retry_at),
+                })
+            }
+        }
+    }
+    match worst {
+        Some((since, retry_at)) => (
+            format!(
+                "reconnecting in {}s · stale since {}",
+                (retry_at.as_second() - state.now.as_second()).max(0),
+                since.strftime("%H:%M:%SZ")
+            ),
+            true,
+        ),
+        None if connecting => ("connecting".to_owned(), false),
+        None => ("connected".to_owned(), false),
+    }
+}
+
+fn render_header(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let (connection, bad) = connection_text(state);
+    let mut spans = vec![
+        Span::styled(" bloodraven ", bold()),
+        Span::raw(format!("│ ctx {} │ ns {} │ ", state.context, state.scope)),
+        Span::styled(connection, style(state, if bad { Color::Red } else { Color::Green })),
+    ];
+    if let Some(queued) = &state.frozen {
+        spans.push(Span::styled(
+            format!(" │ FROZEN ({} changes queued)", queued.len()),
+            style(state, Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    spans.push(Span::raw(format!(" │ {}", state.now.strftime("%Y-%m-%d %H:%M:%SZ"))));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn render_line(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let text = match state.ui.mode {
+        Mode::Filter => format!("/{}▏", state.ui.filter),
+        Mode::Command => format!(":{}▏", state.ui.command),
+        _ => match (&state.ui.message, &state.ui.filter_error, state.ui.filter.is_empty()) {
+            (Some(message), _, _) => message.clone(),
+            (None, Some(error), _) => format!("filter /{}/ is not a valid regex: {error}", state.ui.filter),
+            (None, None, false) => format!("filter: /{}/", state.ui.filter),
+            (None, None, true) => String::new(),
+        },
+    };
+    frame.render_widget(Paragraph::new(text), area);
+}
+
+/// `data 5s old` for a source, with `STALE` when its watch is down.
+pub fn data_age(state: &State, kind: SourceKind) -> String {
+    let source = state.source(kind);
+    let age = source
+        .updated
+        .map_or_else(|| "no data yet".to_owned(), |updated| format!("data {} old", summary::age(state.now, updated)));
+    match source.status {
+        ConnectionStatus::Reconnecting { since, .. } => {
+            format!("{age} · STALE since {}", since.strftime("%H:%M:%SZ"))
+        }
+        ConnectionStatus::Connecting => format!("{age} · connecting"),
+        ConnectionStatus::Connected => age,
+    }
+}
+
+fn titled<'a>(state: &State, title: String, kind: SourceKind) -> Block<'a> {
+    let stale = matches!(state.source(kind).status, ConnectionStatus::Reconnecting { .. });
+    Block::bordered()
+        .title(Line::from(Span::styled(format!(" {title} "), bold())))
+        .title_bottom(Line::from(Span::styled(
+            format!(" {} ", data_age(state, kind)),
+            style(state, if stale { Color::Red } else { Color::DarkGray }),
+        )))
+}
+
+/// Fleet-list columns, in the order they are dropped when the terminal is narrow (last first).
+const FLEET_COLUMNS: [(&str, u16); 11] = [
+    ("NAMESPACE", 10),
+    ("NAME", 14),
+    ("ACTIVE", 6),
+    ("SITES", 9),
+    ("READY", 6),
+    ("HELD", 5),
+    ("PLANNED", 15),
+    ("LAST-FO", 7),
+    ("RECLONES", 12),
+    ("RESTORE", 14),
+    ("ARCHIVE", 10),
+];
+
+fn fleet_cells(group: &MysqlFailoverGroup, now: Timestamp) -> [String; 11] {
+    [
+        group.metadata.namespace.clone().unwrap_or_default(),
+        group.metadata.name.clone().unwrap_or_default(),
+        summary::active_site(group),
+        summary::site_counts(group).to_string(),
+        summary::condition_status(group, &ConditionType::Ready),
+        if summary::held(group) { "+held".to_owned() } else { String::new() },
+        summary::planned_phase(group),
+        summary::last_failover_age(group, now),
+        summary::reclone_queue(group),
+        summary::restore_phase(group),
+        summary::archive_state(group),
+    ]
+}
+
+fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let groups = state.visible_groups();
+    let inner_width = area.width.saturating_sub(2);
+    let mut shown = FLEET_COLUMNS.len();
+    while shown > 1 {
+        let needed: u16 = FLEET_COLUMNS[..shown].iter().map(|(_, width)| width + 1).sum();
+        if needed <= inner_width + 1 {
+            break;
+        }
+        shown -= 1;
+    }
+    let header = Row::new(FLEET_COLUMNS[..shown].iter().map(|(title, _)| Cell::from(*title))).style(bold());
+    let rows = groups.iter().map(|group| {
+        let cells = fleet_cells(group, state.now);
+        let mut row_style = Style::default();
+        if summary::held(group) {
+            row_style = style(state, Color::Magenta);
+        } else if summary::condition_status(group, &ConditionType::Ready) == "False" {
+            row_style = style(state, Color::Red);
+        }
+        Row::new(cells.into_iter().take(shown).map(Cell::from)).style(row_style)
+    });
+    let mut widths: Vec<Constraint> =
+        FLEET_COLUMNS[..shown].iter().map(|(_, width)| Constraint::Length(*width)).collect();
+    if let Some(last) = widths.last_mut() {
+        *last = Constraint::Min(FLEET_COLUMNS[shown - 1].1);
+    }
+    let title = format!(
+        "Failover groups ({} of {}) · sort {}{}",
+        groups.len(),
+        state.data.groups.len(),
+        state.ui.sort.title(),
+        if state.ui.descending { " ↓" } else { " ↑" }
+    );
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(titled(state, title, SourceKind::Groups))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("▶");
+    let mut table_state = TableState::default();
+    if !groups.is_empty() {
+        table_state.select(Some(state.ui.selected));
+    }
+    frame.render_stateful_widget(table, area, &mut table_state);
+}
+
+fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab: DetailTab) {
+    let [tabs_area, panel] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    let titles = DetailTab::ALL.iter().enumerate().map(|(index, tab)| format!("{} {}", index + 1, tab.title()));
+    frame.render_widget(
+        Tabs::new(titles)
+            .select(tab.index())
+            .highlight_style(style(state, Color::Cyan).add_modifier(Modifier::BOLD | Modifier::REVERSED)),
+        tabs_area,
+    );
+    let Some(group) = state.group(key) else {
+        let block = titled(state, format!("{}/{}", key.0, key.1), SourceKind::Groups);
+        frame.render_widget(Paragraph::new("This group is gone (deleted, or not in the watched namespaces).").block(block), panel);
+        return;
+    };
+    let title = format!("{}/{} · {}", key.0, key.1, tab.title());
+    match tab {
+        DetailTab::Overview => render_overview(state, frame, panel, group, title),
+        DetailTab::PlannedFailover => {
+            let lines = planned_failover_lines(state, group);
+            render_lines(state, frame, panel, title, SourceKind::Groups, lines);
+        }
+        DetailTab::Hold => render_lines(state, frame, panel, title, SourceKind::Groups, hold_lines(state, group)),
+        DetailTab::Reclones => {
+            let lines = match group.status.as_ref().and_then(|status| status.restore_reclones.as_ref()) {
+                Some(queue) => pairs(report::reclone_block(queue, state.now)),
+                None => vec![Line::from("No reclone queue: no full-instance restore is waiting on its peers.")],
+            };
+            render_lines(state, frame, panel, title, SourceKind::Groups, lines);
+        }
+        DetailTab::Restore => render_lines(state, frame, panel, title, SourceKind::Groups, restore_lines(state, group)),
+        DetailTab::Archive => render_archive(state, frame, panel, group, title),
+        DetailTab::Backups => render_backups(state, frame, panel, key, title),
+    }
+}
+
+fn pairs(lines: Vec<(String, String)>) -> Vec<Line<'static>> {
+    let width = lines.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+    lines
+        .into_iter()
+        .map(|(label, value)| {
+            let label = if label.is_empty() { String::new() } else { format!("{label}:") };
+            Line::from(vec![Span::styled(format!("{label:width$}  ", width = width + 1), bold()), Span::raw(value)])
+        })
+        .collect()
+}
+
+fn render_lines(
+    state: &State,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    title: String,
+    kind: SourceKind,
+    lines: Vec<Line<'static>>,
+) {
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, title, kind)), area);
+}
+
+/// The phases of a run with the time each was reached, as far as the record shows.
+pub fn timeline(record: &PlannedFailoverStatus) -> Vec<(&'static str, Option<Timestamp>)> {
+    let time = |time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| time.map(|time| time.0);
+    let mut steps = vec![
+        ("Admitting", time(record.start_time.as_ref())),
+        ("Fencing", time(record.fence.as_ref().and_then(|fence| fence.intent_time.as_ref()))),
+        ("Draining", time(record.drain.as_ref().and_then(|drain| drain.start_time.as_ref()))),
+        ("WaitingForLag", time(record.lag_wait.as_ref().and_then(|wait| wait.start_time.as_ref()))),
+    ];
+    if let Some(dragonfly) = &record.dragonfly {
+        steps.push(("WaitingForDragonflySync", time(dragonfly.sync_wait_start_time.as_ref())));
+        steps.push((
+            "PromotingDragonfly",
+            time(dragonfly.takeover.as_ref().and_then(|takeover| takeover.intent_time.as_ref())),
+        ));
+    }
+    steps.push(("Promoting", time(record.promotion.as_ref().and_then(|p| p.intent_time.as_ref()))));
+    steps.push(("Publishing", time(record.dns.as_ref().and_then(|dns| dns.attempt_time.as_ref()))));
+    if let Some(rollback) = &record.rollback {
+        steps.push(("RollingBack", time(rollback.intent_time.as_ref())));
+    }
+    let end = time(record.result.as_ref().and_then(|result| result.completion_time.as_ref()));
+    match record.phase.as_ref().map(|phase| phase.as_str()) {
+        Some("Failed") => steps.push(("Failed", end)),
+        _ => steps.push(("Succeeded", end)),
+    }
+    steps
+}
+
+fn planned_failover_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
+    let Some(record) = group.status.as_ref().and_then(|status| status.planned_failover.as_ref()) else {
+        return vec![Line::from("No planned failover recorded for this group.")];
+    };
+    let current = record.phase.as_ref().map(|phase| phase.as_str().to_owned()).unwrap_or_default();
+    let mut lines = vec![Line::from(Span::styled("Timeline", bold()))];
+    for (phase, at) in timeline(record) {
+        let marker = if phase == current { "▶" } else if at.is_some() { "✓" } else { "·" };
+        let when = at.map_or_else(
+            || NONE.to_owned(),
+            |at| format!("{} ({} ago)", at.strftime("%H:%M:%SZ"), summary::age(state.now, at)),
+        );
+        let line_style = if phase == current { style(state, Color::Cyan).add_modifier(Modifier::BOLD) } else { Style::default() };
+        lines.push(Line::from(Span::styled(format!(" {marker} {phase:<24} {when}"), line_style)));
+    }
+    lines.push(Line::from(""));
+    lines.extend(pairs(report::planned_failover_block(record, state.now)));
+    lines
+}
+
+fn hold_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
+    let status = group.status.clone().unwrap_or_default();
+    let mut lines = Vec::new();
+    match &status.planned_failover_hold {
+        Some(hold) => {
+            lines.push(Line::from(Span::styled(
+                "AUTOMATIC FAILOVER IS HELD",
+                style(state, Color::Magenta).add_modifier(Modifier::BOLD),
+            )));
+            lines.extend(pairs(report::hold_block(hold, state.now)));
+            lines.push(Line::from("(display only: this console writes nothing)"));
+        }
+        None => lines.push(Line::from("No automation hold recorded (status.plannedFailoverHold is absent).")),
+    }
+    if let Some(condition) = status.condition(&ConditionType::AutomaticFailoverHeld) {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!(
+                "AutomaticFailoverHeld={} ({})",
+                condition.status.as_str(),
+                condition.reason.as_ref().map_or(NONE, |reason| reason.as_str())
+            ),
+            bold(),
+        )));
+        if let Some(message) = &condition.message {
+            lines.push(Line::from(message.clone()));
+        }
+    }
+    lines
+}
+
+fn restore_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
+    let status = group.status.clone().unwrap_or_default();
+    let mut lines = Vec::new();
+    if let Some(restore) = &status.restore_in_place {
+        lines.push(Line::from(Span::styled("Restore in place", bold())));
+        lines.extend(pairs(report::restore_in_place_block(restore, state.now)));
+        lines.push(Line::from(""));
+    }
+    if let Some(restore) = &status.restore {
+        lines.push(Line::from(Span::styled("Initial restore (initFromBackup)", bold())));
+        lines.extend(pairs(report::restore_block(restore, state.now)));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from("No restore recorded for this group."));
+    }
+    lines
+}
+
+fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &MysqlFailoverGroup, title: String) {
+    let status = group.status.clone().unwrap_or_default();
+    let site_rows = u16::try_from(group.spec.sites.len()).unwrap_or(16);
+    let [sites_area, conditions_area, events_area] = Layout::vertical([
+        Constraint::Length(site_rows + 3),
+        Constraint::Min(4),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+    let primary_count = status
+        .active_site
+        .as_deref()
+        .and_then(|active| status.site(active))
+        .and_then(|site| site.gtid_executed.as_deref())
+        .and_then(summary::gtid_count);
+    let header = Row::new(["SITE", "ROLE", "STATE", "LAG", "GTIDS", "Δ PRIMARY", "REPL", "CONVERGENCE", "LAST SEEN"])
+        .style(bold());
+    let rows = group.spec.sites.iter().map(|site| {
+        let observed = status.site(&site.name);
+        let count = observed.and_then(|site| site.gtid_executed.as_deref()).and_then(summary::gtid_count);
+        let difference = match (count, primary_count) {
+            (Some(count), Some(primary)) if status.active_site.as_deref() != Some(site.name.as_str()) => {
+                format!("{:+}", i128::from(count) - i128::from(primary))
+            }
+            _ => NONE.to_owned(),
+        };
+        let state_text = observed.and_then(|site| site.state.as_ref()).map_or(NONE, |state| state.as_str()).to_owned();
+        let role = if status.active_site.as_deref() == Some(site.name.as_str()) {
+            format!("{}*", site.effective_role().as_str())
+        } else {
+            site.effective_role().as_str().to_owned()
+        };
+        Row::new([
+            site.name.clone(),
+            role,
+            state_text,
+            observed.and_then(|site| site.seconds_behind_source).map_or_else(
+                || NONE.to_owned(),
+                |lag| if lag < 0 { "?".to_owned() } else { summary::short_duration(lag) },
+            ),
+            count.map_or_else(|| NONE.to_owned(), |count| count.to_string()),
+            difference,
+            observed.and_then(|site| site.replicating).map_or(NONE, |r| if r { "yes" } else { "no" }).to_owned(),
+            observed.and_then(|site| site.source_convergence_state.as_ref()).map_or_else(
+                || NONE.to_owned(),
+                |convergence| match observed.and_then(|site| site.source_convergence_reason.as_ref()) {
+                    Some(reason) => format!("{}({})", convergence.as_str(), reason.as_str()),
+                    None => convergence.as_str().to_owned(),
+                },
+            ),
+            summary::age_of(state.now, observed.and_then(|site| site.last_seen.as_ref())),
+        ])
+    });
+    let widths = [
+        Constraint::Length(6),
+        Constraint::Length(17),
+        Constraint::Length(11),
+        Constraint::Length(5),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(4),
+        Constraint::Min(10),
+        Constraint::Length(9),
+    ];
+    let active = summary::active_site(group);
+    let counts = summary::site_counts(group);
+    let held = if summary::held(group) { " · +held" } else { "" };
+    frame.render_widget(
+        Table::new(rows, widths).header(header).block(titled(
+            state,
+            format!("{title} · active {active} · {counts}{held}"),
+            SourceKind::Groups,
+        )),
+        sites_area,
+    );
+
+    let mut lines = Vec::new();
+    for condition in &status.conditions {
+        let color = match (condition.type_.as_str(), condition.is_true()) {
+            ("Ready", true) | ("PITRArchiveReady", true) => Color::Green,
+            ("Ready", false) | ("Degraded", true) | ("AutomaticFailoverHeld", true) => Color::Red,
+            _ => Color::Reset,
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{}={}", condition.type_.as_str(), condition.status.as_str()), style(state, color).add_modifier(Modifier::BOLD)),
+            Span::raw(format!(
+                " {} · {}",
+                condition.reason.as_ref().map_or(NONE, |reason| reason.as_str()),
+                summary::age_of(state.now, condition.last_transition_time.as_ref())
+            )),
+        ]));
+        if let Some(message) = &condition.message {
+            lines.push(Line::from(format!("  {message}")));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(Line::from("No conditions reported yet."));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, "Conditions".to_owned(), SourceKind::Groups)),
+        conditions_area,
+    );
+
+    let name = group.metadata.name.clone().unwrap_or_default();
+    let namespace = group.metadata.namespace.clone().unwrap_or_default();
+    let mut events: Vec<&k8s_openapi::api::core::v1::Event> = state
+        .data
+        .events
+        .values()
+        .filter(|event| {
+            event.involved_object.name.as_deref() == Some(name.as_str())
+                && event.involved_object.namespace.as_deref() == Some(namespace.as_str())
+                && event.involved_object.kind.as_deref() == Some("MysqlFailoverGroup")
+        })
+        .collect();
+    let when = |event: &k8s_openapi::api::core::v1::Event| {
+        event
+            .last_timestamp
+            .as_ref()
+            .or(event.first_timestamp.as_ref())
+            .map(|time| time.0)
+            .or(event.event_time.as_ref().map(|time| time.0))
+    };
+    events.sort_by_key(|event| std::cmp::Reverse(when(event)));
+    let lines: Vec<Line<'static>> = if events.is_empty() {
+        vec![Line::from("No events for this group.")]
+    } else {
+        events
+            .iter()
+            .map(|event| {
+                let warning = event.type_.as_deref() == Some("Warning");
+                Line::from(vec![
+                    Span::raw(format!(
+                        "{:>6} ",
+                        when(event).map_or_else(|| NONE.to_owned(), |at| summary::age(state.now, at))
+                    )),
+                    Span::styled(
+                        format!("{} ", event.reason.clone().unwrap_or_default()),
+                        style(state, if warning { Color::Yellow } else { Color::Reset }).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(event.message.clone().unwrap_or_default()),
+                ])
+            })
+            .collect()
+    };
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, "Events".to_owned(), SourceKind::Events)),
+        events_area,
+    );
+}
+
+fn render_archive(state: &State, frame: &mut Frame<'_>, area: Rect, group: &MysqlFailoverGroup, title: String) {
+    let Some(pitr) = group.status.as_ref().and_then(|status| status.pitr.as_ref()) else {
+        render_lines(state, frame, area, title, SourceKind::Groups, vec![Line::from("No PITR archive status (PITR is off or not reported yet).")]);
+        return;
+    };
+    let mut lines = pairs(report::pitr_block(pitr, state.now));
+    if let Some(condition) = group.status.as_ref().and_then(|status| status.condition(&ConditionType::PitrArchiveReady)) {
+        let reason = condition.reason.as_ref().map_or(NONE, |reason| reason.as_str());
+        lines.push(Line::from(vec![
+            Span::styled(format!("PITRArchiveReady={} ({reason})", condition.status.as_str()), bold()),
+            Span::raw(format!(" — {}", summary::meaning(Kind::ArchiveReason, reason))),
+        ]));
+        if let Some(message) = &condition.message {
+            lines.push(Line::from(format!("  {message}")));
+        }
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        format!("{:<6} {:<7} {:<5} {:>6} {:>7} {:>8} {:>9} {:>9}  LAST ERROR", "SITE", "PRIMARY", "STORE", "FILES", "BACKLOG", "FAILURES", "LAST SCAN", "NEWEST"),
+        bold(),
+    )));
+    for site in &pitr.sites {
+        let flag = |value: Option<bool>| value.map_or(NONE, |v| if v { "yes" } else { "no" });
+        lines.push(Line::from(format!(
+            "{:<6} {:<7} {:<5} {:>6} {:>7} {:>8} {:>9} {:>9}  {}",
+            site.site,
+            flag(site.primary),
+            flag(site.store_ready),
+            site.files_archived.map_or_else(|| NONE.to_owned(), |n| n.to_string()),
+            site.backlog_files.map_or_else(|| NONE.to_owned(), |n| n.to_string()),
+            site.upload_failures.map_or_else(|| NONE.to_owned(), |n| n.to_string()),
+            summary::age_of(state.now, site.last_scan_at.as_ref()),
+            summary::age_of(state.now, site.newest_archived_time.as_ref()),
+            site.last_error.as_deref().unwrap_or(NONE),
+        )));
+    }
+    render_lines(state, frame, area, title, SourceKind::Groups, lines);
+}
+
+fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, title: String) {
+    let [backups_area, verifications_area] =
+        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+    let mut backups: Vec<&bloodraven_crd::MysqlBackup> = state
+        .data
+        .backups
+        .iter()
+        .filter(|((namespace, _), backup)| *namespace == key.0 && backup.spec.failover_group_ref.name == key.1)
+        .map(|(_, backup)| backup)
+        .collect();
+    backups.sort_by_key(|backup| std::cmp::Reverse(backup.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0)));
+    let rows = backups.iter().map(|backup| {
+        let status = backup.status.clone().unwrap_or_default();
+        Row::new([
+            backup.metadata.name.clone().unwrap_or_default(),
+            backup.spec.profile_name.clone(),
+            status.phase.as_ref().map_or(NONE, |phase| phase.as_str()).to_owned(),
+            status.source_site.clone().unwrap_or_else(|| NONE.to_owned()),
+            summary::age_of(state.now, status.start_time.as_ref()),
+            status
+                .size_bytes
+                .and_then(|size| u64::try_from(size).ok())
+                .map_or_else(|| NONE.to_owned(), summary::bytes),
+            status.message.clone().unwrap_or_default(),
+        ])
+    });
+    let widths = [
+        Constraint::Length(26),
+        Constraint::Length(8),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Min(10),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths)
+            .header(Row::new(["BACKUP", "PROFILE", "PHASE", "SOURCE", "STARTED", "SIZE", "MESSAGE"]).style(bold()))
+            .block(titled(state, format!("{title} · backups ({})", backups.len()), SourceKind::Backups)),
+        backups_area,
+    );
+    let verifications: Vec<&bloodraven_crd::MysqlBackupVerification> = state
+        .data
+        .verifications
+        .iter()
+        .filter(|((namespace, _), verification)| {
+            *namespace == key.0 && verification.spec.failover_group_ref.name == key.1
+        })
+        .map(|(_, verification)| verification)
+        .collect();
+    let rows = verifications.iter().map(|verification| {
+        let status = verification.status.clone().unwrap_or_default();
+        Row::new([
+            verification.metadata.name.clone().unwrap_or_default(),
+            verification.spec.backup_ref.as_ref().map_or_else(|| NONE.to_owned(), |backup| backup.name.clone()),
+            status.phase.as_ref().map_or(NONE, |phase| phase.as_str()).to_owned(),
+            status
+                .point_in_time
+                .as_ref()
+                .and_then(|pitr| pitr.outcome.as_ref())
+                .map_or(NONE, |outcome| outcome.as_str())
+                .to_owned(),
+            summary::age_of(state.now, status.completion_time.as_ref()),
+            status.message.clone().unwrap_or_default(),
+        ])
+    });
+    let widths = [
+        Constraint::Length(30),
+        Constraint::Length(24),
+        Constraint::Length(9),
+        Constraint::Length(13),
+        Constraint::Length(6),
+        Constraint::Min(8),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths)
+            .header(Row::new(["VERIFICATION", "BACKUP", "PHASE", "PITR", "DONE", "MESSAGE"]).style(bold()))
+            .block(titled(state, format!("verifications ({})", verifications.len()), SourceKind::Verifications)),
+        verifications_area,
+    );
+}
+
+fn render_help(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let mode = state.ui.previous_mode;
+    let bindings = keymap::bindings(mode);
+    let height = u16::try_from(bindings.len()).unwrap_or(20).saturating_add(2).min(area.height);
+    let width = 60.min(area.width);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    let lines: Vec<Line<'static>> = bindings
+        .iter()
+        .map(|binding| Line::from(vec![Span::styled(format!("{:>10}  ", binding.key), bold()), Span::raw(binding.help)]))
+        .collect();
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(format!(" Keys ({mode:?}) · esc closes "))),
+        popup,
+    );
+}
+
+#[cfg(test)]
+mod tests;
