@@ -233,7 +233,9 @@ pub fn gtid_count(set: &str) -> Option<u64> {
         parts.next()?;
         for interval in parts {
             // A tagged GTID (`uuid:tag:1-5`) carries a tag before its intervals.
-            if interval.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+            let is_tag = interval.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && interval.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if is_tag {
                 continue;
             }
             let (start, end) = match interval.split_once('-') {
@@ -298,6 +300,7 @@ mod tests {
     fn gtid_sets_are_counted() {
         assert_eq!(gtid_count("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9182731"), Some(9_182_731));
         assert_eq!(gtid_count("a:1-5:7, b:1-3"), Some(9));
+        assert_eq!(gtid_count("a:tag_1:1-3"), Some(3));
         assert_eq!(gtid_count(""), Some(0));
         assert_eq!(gtid_count("a:x-y"), None);
         assert_eq!(gtid_count("a:5-1"), None);

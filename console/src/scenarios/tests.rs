@@ -29,7 +29,7 @@ fn check_schema(value: &Value, schema: &Value, path: &str, errors: &mut Vec<Stri
                         Some(child_schema) => {
                             check_schema(child, child_schema, &format!("{path}.{key}"), errors)
                         }
-                        None if path.is_empty() && key == "metadata" => {}
+                        None if path.is_empty() && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) => {}
                         None => errors.push(format!("{path}.{key} is not in the CRD schema")),
                     }
                 }

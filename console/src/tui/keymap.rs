@@ -58,6 +58,7 @@ const DETAIL: &[Binding] = &[
     bind(KeyCode::Char('6'), "6", Intent::Tab(5), "PITR archive", false),
     bind(KeyCode::Char('7'), "7", Intent::Tab(6), "backups and verifications", false),
     bind(KeyCode::Esc, "esc", Intent::Back, "back to the fleet", true),
+    bind(KeyCode::Char(':'), ":", Intent::StartCommand, "command (ns, view)", false),
     bind(KeyCode::Backspace, "backspace", Intent::Back, "back to the fleet", false),
     bind(KeyCode::Char(' '), "space", Intent::ToggleFreeze, "freeze / unfreeze the display", true),
     bind(KeyCode::Char('?'), "?", Intent::ToggleHelp, "help", true),

@@ -17,7 +17,7 @@ pub(crate) fn now() -> Timestamp {
 /// The data events a scenario's objects make, as the sources would send them.
 pub(crate) fn scenario_events(name: &str) -> Vec<DataEvent> {
     let objects = scenarios::raw_objects(name).unwrap();
-    let of_kind = |kind: &str| objects.iter().filter(move |o| o["kind"] == kind).cloned();
+    let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind).cloned();
     let groups: Vec<MysqlFailoverGroup> =
         of_kind("MysqlFailoverGroup").map(|o| serde_json::from_value(o).unwrap()).collect();
     let backups: Vec<MysqlBackup> = of_kind("MysqlBackup").map(|o| serde_json::from_value(o).unwrap()).collect();

@@ -106,6 +106,11 @@ fn common(state: &mut State, intent: &Intent) -> bool {
             state.ui.previous_mode = state.ui.mode;
             state.ui.mode = Mode::Help;
         }
+        Intent::StartCommand => {
+            state.ui.previous_mode = state.ui.mode;
+            state.ui.mode = Mode::Command;
+            state.ui.command.clear();
+        }
         Intent::ToggleFreeze => match state.frozen.take() {
             Some(queued) => {
                 for event in queued {
@@ -140,11 +145,6 @@ fn fleet_input(state: &mut State, intent: Intent) {
         Intent::StartFilter => {
             state.ui.previous_mode = Mode::Fleet;
             state.ui.mode = Mode::Filter;
-        }
-        Intent::StartCommand => {
-            state.ui.previous_mode = Mode::Fleet;
-            state.ui.mode = Mode::Command;
-            state.ui.command.clear();
         }
         Intent::CycleSort => {
             let position = SortColumn::ALL.iter().position(|c| *c == state.ui.sort).unwrap_or(0);

@@ -529,7 +529,8 @@ impl Zstd {
                     let context = match &mut self.0 {
                         Some(context) => context,
                         None => self.0.insert(
-                            zstd::bulk::Decompressor::new().map_err(|err| format!("zstd: {err}"))?,
+                            zstd::bulk::Decompressor::new()
+                                .map_err(|err| format!("zstd: {err}"))?,
                         ),
                     };
                     // `size` is at most `limit`, checked above.

@@ -79,7 +79,7 @@ fn quit_is_an_effect_in_every_mode() {
 #[test]
 fn regex_filter_narrows_and_reports_bad_patterns() {
     let mut state = scenario_state("healthy");
-    keys(&mut state, &[Intent::StartFilter, Intent::Type('^'), Intent::Type('p'), Intent::Submit]);
+    keys(&mut state, &[Intent::StartFilter, Intent::Type('^'), Intent::Type('p'), Intent::Type('a'), Intent::Type('y'), Intent::Submit]);
     assert_eq!(state.ui.mode, Mode::Fleet);
     assert_eq!(state.visible_groups().len(), 1);
     assert_eq!(selected_name(&state), "ledger");

@@ -152,6 +152,14 @@ fn scenario(lab: &Lab, kubectl: &Kubectl) {
     );
     assert!(lines[1].starts_with("w1") && lines[1].contains("red"), "{table}");
 
+    let namespaces = kubectl.run(&["get", "namespaces"]);
+    let header = namespaces.lines().next().unwrap_or_default();
+    assert!(header.starts_with("NAME") && header.contains("STATUS"), "{namespaces}");
+    assert!(
+        namespaces.lines().any(|line| line.starts_with("default") && line.contains("Active")),
+        "{namespaces}"
+    );
+
     let listed =
         kubectl.run(&["get", "widgets.lab.bloodraven.test", "-l", "app=lab", "-o", "name"]);
     assert_eq!(listed.trim(), "widget.lab.bloodraven.test/w1");
