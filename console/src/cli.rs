@@ -131,7 +131,11 @@ mod tests {
 
     #[test]
     fn lab_refuses_unknown_scenarios() {
-        assert!(command_for(None).try_get_matches_from(["bloodraven", "lab", "--scenario", "nope"]).is_err());
+        assert!(
+            command_for(None)
+                .try_get_matches_from(["bloodraven", "lab", "--scenario", "nope"])
+                .is_err()
+        );
         let cli = parse(&["bloodraven", "lab", "--scenario", "hold-standing", "--serve"]);
         let Some(Command::Lab(lab)) = cli.command else { panic!("not lab") };
         assert_eq!(lab.scenario, "hold-standing");

@@ -97,7 +97,8 @@ pub async fn connect(
         .map(str::to_owned)
         .or_else(|| kubeconfig.current_context.clone())
         .unwrap_or_else(|| "-".to_owned());
-    let options = KubeConfigOptions { context: context.map(str::to_owned), ..KubeConfigOptions::default() };
+    let options =
+        KubeConfigOptions { context: context.map(str::to_owned), ..KubeConfigOptions::default() };
     let config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();

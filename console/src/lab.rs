@@ -13,7 +13,10 @@ pub const CRDS: [(&str, &str); 3] = [
         "mysqlfailovergroups.shipstream.io.yaml",
         include_str!("../../deploy/crds/mysqlfailovergroups.shipstream.io.yaml"),
     ),
-    ("mysqlbackups.shipstream.io.yaml", include_str!("../../deploy/crds/mysqlbackups.shipstream.io.yaml")),
+    (
+        "mysqlbackups.shipstream.io.yaml",
+        include_str!("../../deploy/crds/mysqlbackups.shipstream.io.yaml"),
+    ),
     (
         "mysqlbackupverifications.shipstream.io.yaml",
         include_str!("../../deploy/crds/mysqlbackupverifications.shipstream.io.yaml"),
@@ -33,6 +36,18 @@ impl RunningLab {
         let lab = Lab::start(LabConfig::default()).await.context("starting the lab API server")?;
         for (file, text) in CRDS {
             lab.load_crds(text).with_context(|| format!("loading {file}"))?;
+        }
+        let namespaces: std::collections::BTreeSet<String> = objects
+            .iter()
+            .filter_map(|object| object["metadata"]["namespace"].as_str().map(str::to_owned))
+            .collect();
+        for namespace in namespaces {
+            let object = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": { "name": namespace },
+            });
+            lab.apply(object).with_context(|| format!("creating namespace {namespace}"))?;
         }
         for object in objects {
             let what = format!(

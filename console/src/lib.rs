@@ -54,7 +54,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Status(args)) => {
             let (client, connection) =
-                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
+                    .await?;
             let scope = match scope(&cli.global, &connection.default_namespace) {
                 Scope::All => status::Scope::All,
                 Scope::Namespace(namespace) => status::Scope::Namespace(namespace),
@@ -83,9 +84,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 drop(stdout);
                 termination_signal().await;
             } else {
-                let (client, connection) = client::connect(Some(&running.kubeconfig()), None).await?;
+                let (client, connection) =
+                    client::connect(Some(&running.kubeconfig()), None).await?;
                 let scope = match &cli.global.namespace {
-                    Some(namespace) if !cli.global.all_namespaces => Scope::Namespace(namespace.clone()),
+                    Some(namespace) if !cli.global.all_namespaces => {
+                        Scope::Namespace(namespace.clone())
+                    }
                     _ => Scope::All,
                 };
                 let context = format!("{} (lab: {})", connection.context, args.scenario);
@@ -95,7 +99,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => {
             let (client, connection) =
-                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
+                    .await?;
             let scope = scope(&cli.global, &connection.default_namespace);
             console(client, connection.context, scope, cli.global.no_color).await
         }

@@ -118,9 +118,14 @@ impl Block {
         let width = self.lines.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
         for (label, value) in &self.lines {
             if label.is_empty() {
-                let _ = writeln!(out, "  {:width$}  {value}", "");
+                let _ = writeln!(out, "  {:width$}   {value}", "");
             } else {
-                let _ = writeln!(out, "  {label}:{:pad$} {value}", "", pad = width - label.chars().count() + 1);
+                let _ = writeln!(
+                    out,
+                    "  {label}:{:pad$} {value}",
+                    "",
+                    pad = width - label.chars().count() + 1
+                );
             }
         }
     }
@@ -134,7 +139,10 @@ fn opt(value: Option<&str>) -> String {
     value.map_or_else(|| NONE.to_owned(), str::to_owned)
 }
 
-fn time_and_age(now: Timestamp, time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> String {
+fn time_and_age(
+    now: Timestamp,
+    time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> String {
     time.map_or_else(
         || NONE.to_owned(),
         |time| format!("{} ({} ago)", summary::timestamp(time), summary::age(now, time.0)),
@@ -142,7 +150,10 @@ fn time_and_age(now: Timestamp, time: Option<&k8s_openapi::apimachinery::pkg::ap
 }
 
 /// The planned-failover record's lines.
-pub fn planned_failover_block(record: &PlannedFailoverStatus, now: Timestamp) -> Vec<(String, String)> {
+pub fn planned_failover_block(
+    record: &PlannedFailoverStatus,
+    now: Timestamp,
+) -> Vec<(String, String)> {
     let mut block = Block::new("");
     if let Some(run_id) = &record.run_id {
         block.line("Run", run_id.clone());
@@ -158,10 +169,17 @@ pub fn planned_failover_block(record: &PlannedFailoverStatus, now: Timestamp) ->
         if let Some(wait) = &admission.wait_reason {
             block.line("Waiting", explained(Kind::PlannedFailoverWaitReason, wait.as_str()));
         }
-        if let Some(deadline) = &admission.deadline_time {
+        let admitting = record.phase.as_ref().is_some_and(|phase| {
+            matches!(phase.as_str(), "Admitting" | "Deferred" | "Pending" | "Validating")
+        });
+        if let (Some(deadline), true) = (&admission.deadline_time, admitting) {
             block.line(
                 "Admission deadline",
-                format!("{} ({})", summary::timestamp(deadline), summary::countdown(now, deadline.0)),
+                format!(
+                    "{} ({})",
+                    summary::timestamp(deadline),
+                    summary::countdown(now, deadline.0)
+                ),
             );
         }
         if let Some(defer) = &admission.defer_reason {
@@ -197,6 +215,29 @@ pub fn planned_failover_block(record: &PlannedFailoverStatus, now: Timestamp) ->
             ),
         );
     }
+    if record.phase.as_ref().is_some_and(|phase| phase.as_str() == "Draining")
+        && let Some(drain) = &record.drain
+        && let (Some(start), None) = (&drain.start_time, &drain.completion_time)
+        && let Some(timeout) = record
+            .settings
+            .as_ref()
+            .and_then(|settings| settings.drain_timeout.as_ref())
+            .and_then(|timeout| timeout.to_std().ok())
+    {
+        let seconds = i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX);
+        let deadline =
+            Timestamp::from_second(start.0.as_second().saturating_add(seconds)).unwrap_or(start.0);
+        block.line(
+            "Drain deadline",
+            format!(
+                "{} ({}; drainTimeout {}; {} connections left)",
+                deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                summary::countdown(now, deadline),
+                summary::short_duration(seconds),
+                drain.remaining_connections.map_or_else(|| NONE.to_owned(), |n| n.to_string())
+            ),
+        );
+    }
     if let Some(result) = &record.result {
         if let Some(outcome) = &result.outcome {
             block.line("Outcome", explained(Kind::PlannedFailoverOutcome, outcome.as_str()));
@@ -217,7 +258,9 @@ pub fn planned_failover_block(record: &PlannedFailoverStatus, now: Timestamp) ->
     if let Some(start) = &record.start_time {
         block.line("Started", format!("{} ago", summary::age(now, start.0)));
     }
-    if let Some(completed) = record.result.as_ref().and_then(|result| result.completion_time.as_ref()) {
+    if let Some(completed) =
+        record.result.as_ref().and_then(|result| result.completion_time.as_ref())
+    {
         block.line("Completed", format!("{} ago", summary::age(now, completed.0)));
         if let Some(start) = &record.start_time {
             block.line(
@@ -247,7 +290,11 @@ pub fn hold_block(hold: &PlannedFailoverHold, now: Timestamp) -> Vec<(String, St
     );
     block.line(
         "Ambiguous sites",
-        if hold.ambiguous_sites.is_empty() { NONE.to_owned() } else { hold.ambiguous_sites.join(", ") },
+        if hold.ambiguous_sites.is_empty() {
+            NONE.to_owned()
+        } else {
+            hold.ambiguous_sites.join(", ")
+        },
     );
     if let Some(since) = &hold.hold_time {
         block.line(
@@ -333,13 +380,17 @@ pub fn restore_block(restore: &RestoreStatus, now: Timestamp) -> Vec<(String, St
 }
 
 /// The in-place restore's lines.
-pub fn restore_in_place_block(restore: &RestoreInPlaceStatus, now: Timestamp) -> Vec<(String, String)> {
+pub fn restore_in_place_block(
+    restore: &RestoreInPlaceStatus,
+    now: Timestamp,
+) -> Vec<(String, String)> {
     let mut block = Block::new("");
     if let Some(phase) = &restore.phase {
         block.line("Phase", explained(Kind::RestoreInPlacePhase, phase.as_str()));
     }
     if let Some(scope) = &restore.scope {
-        let schema = restore.schema.as_deref().map(|schema| format!(" ({schema})")).unwrap_or_default();
+        let schema =
+            restore.schema.as_deref().map(|schema| format!(" ({schema})")).unwrap_or_default();
         block.line("Scope", format!("{}{schema}", scope.as_str()));
     }
     if let Some(site) = &restore.target_site {
@@ -371,8 +422,10 @@ pub fn pitr_block(pitr: &PitrStatus, now: Timestamp) -> Vec<(String, String)> {
         block.line("Archive ID", opt(archive.archive_id.as_deref()));
         block.line("Destination", opt(archive.destination.as_deref()));
         if let Some(mode) = &archive.encryption_mode {
-            let revision =
-                archive.key_revision.map(|revision| format!(", key revision {revision}")).unwrap_or_default();
+            let revision = archive
+                .key_revision
+                .map(|revision| format!(", key revision {revision}"))
+                .unwrap_or_default();
             block.line("Encryption", format!("{}{revision}", mode.as_str()));
         }
         if let Some(state) = &archive.state {
@@ -424,7 +477,10 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
     );
     head.line("Ready", ready);
     if summary::held(group) {
-        head.line("Automation", "HELD (+held): automatic failover is suspended; see Automation hold");
+        head.line(
+            "Automation",
+            "HELD (+held): automatic failover is suspended; see Automation hold",
+        );
     }
     if let Some(dns) = &group.spec.dns {
         head.line("DNS", format!("{} (TTL {}s)", dns.hostname, dns.ttl.unwrap_or(60)));
@@ -445,9 +501,20 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
 
     let _ = writeln!(out, "\nSites:");
     let mut rows = vec![
-        ["NAME", "ROLE", "ZONE", "STATE", "REPL", "LAG", "GTIDS", "CONVERGENCE", "RECOVERY", "LAST-SEEN"]
-            .map(str::to_owned)
-            .to_vec(),
+        [
+            "NAME",
+            "ROLE",
+            "ZONE",
+            "STATE",
+            "REPL",
+            "LAG",
+            "GTIDS",
+            "CONVERGENCE",
+            "RECOVERY",
+            "LAST-SEEN",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
     ];
     for site in &group.spec.sites {
         let observed = status.site(&site.name);
@@ -459,7 +526,9 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
             site.name.clone(),
             site.effective_role().as_str().to_owned(),
             opt(site.zone.as_deref()),
-            observed.and_then(|site| site.state.as_ref()).map_or_else(|| NONE.to_owned(), |s| s.as_str().to_owned()),
+            observed
+                .and_then(|site| site.state.as_ref())
+                .map_or_else(|| NONE.to_owned(), |s| s.as_str().to_owned()),
             observed.and_then(|site| site.replicating).map_or_else(
                 || NONE.to_owned(),
                 |replicating| if replicating { "yes".to_owned() } else { "no".to_owned() },
@@ -509,14 +578,19 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
     if !status.backup_schedules.is_empty() {
         let _ = writeln!(out, "\nBackup schedules:");
         let mut rows = vec![
-            ["NAME", "LAST-RUN", "LAST-OK", "LAST-PHASE", "LAST-BACKUP", "ATTEMPT"].map(str::to_owned).to_vec(),
+            ["NAME", "LAST-RUN", "LAST-OK", "LAST-PHASE", "LAST-BACKUP", "ATTEMPT"]
+                .map(str::to_owned)
+                .to_vec(),
         ];
         for schedule in &status.backup_schedules {
             rows.push(vec![
                 schedule.name.clone(),
                 summary::age_of(now, schedule.last_schedule_time.as_ref()),
                 summary::age_of(now, schedule.last_success_time.as_ref()),
-                schedule.last_backup_phase.as_ref().map_or_else(|| NONE.to_owned(), |p| p.as_str().to_owned()),
+                schedule
+                    .last_backup_phase
+                    .as_ref()
+                    .map_or_else(|| NONE.to_owned(), |p| p.as_str().to_owned()),
                 opt(schedule.last_backup_name.as_deref()),
                 schedule.last_retry_attempt.map_or_else(|| NONE.to_owned(), |a| a.to_string()),
             ]);
@@ -536,7 +610,10 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
             rows.push(vec![
                 condition.type_.as_str().to_owned(),
                 condition.status.as_str().to_owned(),
-                condition.reason.as_ref().map_or_else(|| NONE.to_owned(), |r| r.as_str().to_owned()),
+                condition
+                    .reason
+                    .as_ref()
+                    .map_or_else(|| NONE.to_owned(), |r| r.as_str().to_owned()),
                 summary::truncate(condition.message.as_deref().unwrap_or(NONE), 80),
             ]);
         }

@@ -55,7 +55,11 @@ pub fn raw_objects(name: &str) -> Result<Vec<Value>, Error> {
     let mut objects = Vec::new();
     for (index, document) in serde_norway::Deserializer::from_str(text).enumerate() {
         let value = <Value as serde::Deserialize>::deserialize(document).map_err(|error| {
-            Error::InvalidYaml { scenario: name.to_owned(), document: index + 1, message: error.to_string() }
+            Error::InvalidYaml {
+                scenario: name.to_owned(),
+                document: index + 1,
+                message: error.to_string(),
+            }
         })?;
         if !value.is_null() {
             objects.push(value);

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use anyhow::Context as _;
 use bloodraven_crd::MysqlFailoverGroup;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use crate::cli::{OutputFormat, StatusArgs};
 use crate::report::{self, ListStyle};
@@ -31,7 +31,9 @@ pub async fn run(
             Api::namespaced(client.clone(), namespace),
             Api::namespaced_with(client, namespace, &resource),
         ),
-        (Scope::All, Some(_)) => anyhow::bail!("a group name needs a namespace, not --all-namespaces"),
+        (Scope::All, Some(_)) => {
+            anyhow::bail!("a group name needs a namespace, not --all-namespaces")
+        }
         (Scope::All, None) => (Api::all(client.clone()), Api::all_with(client, &resource)),
     };
     let text = match (&args.group, args.output) {
@@ -69,4 +71,3 @@ fn dump(value: &serde_json::Value, format: OutputFormat) -> anyhow::Result<Strin
         _ => format!("{}\n", serde_json::to_string_pretty(value)?),
     })
 }
-

@@ -195,7 +195,9 @@ pub fn recovery(group: &MysqlFailoverGroup) -> String {
         .as_ref()
         .and_then(|status| {
             status.sites.iter().find_map(|site| {
-                site.recovery_state.as_ref().map(|state| format!("{}={}", site.name, state.as_str()))
+                site.recovery_state
+                    .as_ref()
+                    .map(|state| format!("{}={}", site.name, state.as_str()))
             })
         })
         .unwrap_or_else(|| NONE.to_owned())

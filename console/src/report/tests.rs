@@ -12,7 +12,8 @@ fn waiting_for_lag() -> PlannedFailoverStatus {
     let mut record = fixtures::succeeded_planned_failover();
     record.phase = Some(PlannedFailoverPhase::WaitingForLag);
     record.start_time = Some(time("2026-04-20T14:38:00Z"));
-    record.lag_wait = Some(LagWait { start_time: Some(time("2026-04-20T14:38:30Z")), ..LagWait::default() });
+    record.lag_wait =
+        Some(LagWait { start_time: Some(time("2026-04-20T14:38:30Z")), ..LagWait::default() });
     record.admission = Some(Admission {
         deadline_time: Some(time("2026-04-20T14:40:00Z")),
         ..Admission::default()
@@ -54,8 +55,10 @@ fn held() -> MysqlFailoverGroup {
 #[test]
 fn list_shows_planned_phase_and_held_marker() {
     let healthy = GroupFixture::three_sites().build();
-    let waiting =
-        GroupFixture::three_sites().with_name("carts").with_planned_failover(waiting_for_lag()).build();
+    let waiting = GroupFixture::three_sites()
+        .with_name("carts")
+        .with_planned_failover(waiting_for_lag())
+        .build();
     let groups = [healthy, waiting, held()];
     insta::assert_snapshot!("list_table", list(&groups, now(), ListStyle::Table, true));
     insta::assert_snapshot!("list_wide", list(&groups, now(), ListStyle::Wide, false));

@@ -1,4 +1,6 @@
-use bloodraven_crd::group::{PlannedFailoverOutcome, PlannedFailoverPhase, PitrToken, RestoreReclonesPhase};
+use bloodraven_crd::group::{
+    PitrToken, PlannedFailoverOutcome, PlannedFailoverPhase, RestoreReclonesPhase,
+};
 use bloodraven_crd::{ConditionType, MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
 use k8s_openapi::api::core::v1::Event;
 use serde::de::DeserializeOwned;
@@ -29,11 +31,14 @@ fn check_schema(value: &Value, schema: &Value, path: &str, errors: &mut Vec<Stri
                         Some(child_schema) => {
                             check_schema(child, child_schema, &format!("{path}.{key}"), errors)
                         }
-                        None if path.is_empty() && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) => {}
+                        None if path.is_empty()
+                            && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) => {}
                         None => errors.push(format!("{path}.{key} is not in the CRD schema")),
                     }
                 }
-            } else if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+            } else if let Some(additional) =
+                schema.get("additionalProperties").filter(|a| a.is_object())
+            {
                 for (key, child) in map {
                     check_schema(child, additional, &format!("{path}.{key}"), errors);
                 }
@@ -78,7 +83,9 @@ fn every_scenario_matches_the_crd_types_strictly() {
             match kind {
                 "MysqlFailoverGroup" => drop(round_trip::<MysqlFailoverGroup>(object, &what)),
                 "MysqlBackup" => drop(round_trip::<MysqlBackup>(object, &what)),
-                "MysqlBackupVerification" => drop(round_trip::<MysqlBackupVerification>(object, &what)),
+                "MysqlBackupVerification" => {
+                    drop(round_trip::<MysqlBackupVerification>(object, &what))
+                }
                 "Event" => drop(round_trip::<Event>(object, &what)),
                 other => panic!("{what}: unexpected kind {other}"),
             }
@@ -127,7 +134,9 @@ fn scenarios_hold_what_their_names_say() {
     assert_eq!(divergent.reason, Some(PitrToken::PitrArchiveDivergentHistory));
     let message = divergent.message.unwrap();
     assert!(message.starts_with("PITRArchiveDivergentHistory: 5 archived transactions committed between the backup's newest transaction ("));
-    assert!(message.contains("They were lost at a failover, written on a replica (errant), or belong to another branch."));
+    assert!(message.contains(
+        "They were lost at a failover, written on a replica (errant), or belong to another branch."
+    ));
     assert!(message.contains("add them to excludeGtids, or choose a target at or before"));
 
     assert_eq!(groups("fleet-1000").len(), FLEET_SIZE);

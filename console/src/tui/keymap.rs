@@ -18,7 +18,13 @@ pub struct Binding {
     pub hint: bool,
 }
 
-const fn bind(code: KeyCode, key: &'static str, intent: Intent, help: &'static str, hint: bool) -> Binding {
+const fn bind(
+    code: KeyCode,
+    key: &'static str,
+    intent: Intent,
+    help: &'static str,
+    hint: bool,
+) -> Binding {
     Binding { code, modifiers: KeyModifiers::NONE, key, intent, help, hint }
 }
 
@@ -57,6 +63,11 @@ const DETAIL: &[Binding] = &[
     bind(KeyCode::Char('5'), "5", Intent::Tab(4), "restore and restore-in-place", false),
     bind(KeyCode::Char('6'), "6", Intent::Tab(5), "PITR archive", false),
     bind(KeyCode::Char('7'), "7", Intent::Tab(6), "backups and verifications", false),
+    bind(KeyCode::Down, "↓", Intent::Down, "scroll down", false),
+    bind(KeyCode::Char('j'), "j", Intent::Down, "scroll down", false),
+    bind(KeyCode::Up, "↑", Intent::Up, "scroll up", false),
+    bind(KeyCode::Char('k'), "k", Intent::Up, "scroll up", false),
+    bind(KeyCode::Char('g'), "g", Intent::Top, "scroll to the top", false),
     bind(KeyCode::Esc, "esc", Intent::Back, "back to the fleet", true),
     bind(KeyCode::Char(':'), ":", Intent::StartCommand, "command (ns, view)", false),
     bind(KeyCode::Backspace, "backspace", Intent::Back, "back to the fleet", false),
@@ -105,7 +116,9 @@ pub fn intent(mode: Mode, key: KeyEvent) -> Option<Intent> {
         return found;
     }
     match (mode, key.code) {
-        (Mode::Filter | Mode::Command, KeyCode::Char(c)) if modifiers.is_empty() => Some(Intent::Type(c)),
+        (Mode::Filter | Mode::Command, KeyCode::Char(c)) if modifiers.is_empty() => {
+            Some(Intent::Type(c))
+        }
         _ => None,
     }
 }

@@ -25,10 +25,26 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const EVENT_KINDS: [&str; 3] = ["MysqlFailoverGroup", "MysqlBackup", "MysqlBackupVerification"];
 
 /// Starts one watcher per kind; abort the handles to stop them.
-pub fn spawn(client: &Client, scope: &Scope, sender: &mpsc::Sender<DataEvent>) -> Vec<JoinHandle<()>> {
+pub fn spawn(
+    client: &Client,
+    scope: &Scope,
+    sender: &mpsc::Sender<DataEvent>,
+) -> Vec<JoinHandle<()>> {
     vec![
-        tokio::spawn(watch(api::<MysqlFailoverGroup>(client, scope), SourceKind::Groups, DataEvent::Groups, sender.clone(), |_| true)),
-        tokio::spawn(watch(api::<MysqlBackup>(client, scope), SourceKind::Backups, DataEvent::Backups, sender.clone(), |_| true)),
+        tokio::spawn(watch(
+            api::<MysqlFailoverGroup>(client, scope),
+            SourceKind::Groups,
+            DataEvent::Groups,
+            sender.clone(),
+            |_| true,
+        )),
+        tokio::spawn(watch(
+            api::<MysqlBackup>(client, scope),
+            SourceKind::Backups,
+            DataEvent::Backups,
+            sender.clone(),
+            |_| true,
+        )),
         tokio::spawn(watch(
             api::<MysqlBackupVerification>(client, scope),
             SourceKind::Verifications,
@@ -36,9 +52,19 @@ pub fn spawn(client: &Client, scope: &Scope, sender: &mpsc::Sender<DataEvent>) -
             sender.clone(),
             |_| true,
         )),
-        tokio::spawn(watch(api::<Event>(client, scope), SourceKind::Events, DataEvent::Events, sender.clone(), |event| {
-            event.involved_object.kind.as_deref().is_some_and(|kind| EVENT_KINDS.contains(&kind))
-        })),
+        tokio::spawn(watch(
+            api::<Event>(client, scope),
+            SourceKind::Events,
+            DataEvent::Events,
+            sender.clone(),
+            |event| {
+                event
+                    .involved_object
+                    .kind
+                    .as_deref()
+                    .is_some_and(|kind| EVENT_KINDS.contains(&kind))
+            },
+        )),
     ]
 }
 
@@ -69,7 +95,8 @@ async fn watch<K>(
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Default,
 {
-    let status = |status: ConnectionStatus| DataEvent::Connection { source, status, at: Timestamp::now() };
+    let status =
+        |status: ConnectionStatus| DataEvent::Connection { source, status, at: Timestamp::now() };
     if sender.send(status(ConnectionStatus::Connecting)).await.is_err() {
         return;
     }
@@ -93,11 +120,16 @@ async fn watch<K>(
                 let now = Timestamp::now();
                 let started = *since.get_or_insert(now);
                 let retry_at = now
-                    .checked_add(jiff::SignedDuration::from_secs(i64::try_from(delay.as_secs()).unwrap_or(30)))
+                    .checked_add(jiff::SignedDuration::from_secs(
+                        i64::try_from(delay.as_secs()).unwrap_or(30),
+                    ))
                     .unwrap_or(now);
                 tracing::warn!(?source, %error, failures, "watch failed");
-                let reconnecting =
-                    ConnectionStatus::Reconnecting { since: started, retry_at, error: error.to_string() };
+                let reconnecting = ConnectionStatus::Reconnecting {
+                    since: started,
+                    retry_at,
+                    error: error.to_string(),
+                };
                 if sender.send(status(reconnecting)).await.is_err() {
                     return;
                 }

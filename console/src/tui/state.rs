@@ -48,7 +48,11 @@ pub enum ConnectionStatus {
     Connected,
     /// The watch failed at `since`; the next attempt is at `retry_at`. Data is stale since
     /// `since`.
-    Reconnecting { since: Timestamp, retry_at: Timestamp, error: String },
+    Reconnecting {
+        since: Timestamp,
+        retry_at: Timestamp,
+        error: String,
+    },
 }
 
 /// What is known about one source.
@@ -160,6 +164,8 @@ pub struct Ui {
     /// The mode to return to from Filter, Command or Help.
     pub previous_mode: Mode,
     pub selected: usize,
+    /// How far the detail panel is scrolled, in lines.
+    pub scroll: u16,
     pub filter: String,
     pub filter_error: Option<String>,
     pub sort: SortColumn,
@@ -177,6 +183,7 @@ impl Default for Ui {
             mode: Mode::Fleet,
             previous_mode: Mode::Fleet,
             selected: 0,
+            scroll: 0,
             filter: String::new(),
             filter_error: None,
             sort: SortColumn::Name,
@@ -252,11 +259,16 @@ impl State {
             .map(|(_, group)| group)
             .collect();
         let name = |group: &MysqlFailoverGroup| {
-            (group.metadata.namespace.clone().unwrap_or_default(), group.metadata.name.clone().unwrap_or_default())
+            (
+                group.metadata.namespace.clone().unwrap_or_default(),
+                group.metadata.name.clone().unwrap_or_default(),
+            )
         };
         match self.ui.sort {
             SortColumn::Name => groups.sort_by_key(|group| name(group)),
-            SortColumn::Active => groups.sort_by_key(|group| (crate::summary::active_site(group), name(group))),
+            SortColumn::Active => {
+                groups.sort_by_key(|group| (crate::summary::active_site(group), name(group)))
+            }
             SortColumn::Ready => {
                 groups.sort_by_key(|group| (crate::summary::ready_with_hold(group), name(group)))
             }

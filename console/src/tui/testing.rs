@@ -20,7 +20,8 @@ pub(crate) fn scenario_events(name: &str) -> Vec<DataEvent> {
     let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind).cloned();
     let groups: Vec<MysqlFailoverGroup> =
         of_kind("MysqlFailoverGroup").map(|o| serde_json::from_value(o).unwrap()).collect();
-    let backups: Vec<MysqlBackup> = of_kind("MysqlBackup").map(|o| serde_json::from_value(o).unwrap()).collect();
+    let backups: Vec<MysqlBackup> =
+        of_kind("MysqlBackup").map(|o| serde_json::from_value(o).unwrap()).collect();
     let verifications: Vec<MysqlBackupVerification> =
         of_kind("MysqlBackupVerification").map(|o| serde_json::from_value(o).unwrap()).collect();
     let events: Vec<Event> = of_kind("Event").map(|o| serde_json::from_value(o).unwrap()).collect();

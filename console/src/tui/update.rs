@@ -140,6 +140,7 @@ fn fleet_input(state: &mut State, intent: Intent) {
                 let key = key_of(&group.metadata);
                 state.ui.screens.push(Screen::Group { key, tab: DetailTab::Overview });
                 state.ui.mode = Mode::Detail;
+                state.ui.scroll = 0;
             }
         }
         Intent::StartFilter => {
@@ -167,6 +168,21 @@ fn detail_input(state: &mut State, intent: Intent) {
         state.ui.mode = Mode::Fleet;
         return;
     }
+    match intent {
+        Intent::Down => {
+            state.ui.scroll = state.ui.scroll.saturating_add(1);
+            return;
+        }
+        Intent::Up => {
+            state.ui.scroll = state.ui.scroll.saturating_sub(1);
+            return;
+        }
+        Intent::Top => {
+            state.ui.scroll = 0;
+            return;
+        }
+        _ => {}
+    }
     let Some(Screen::Group { tab, .. }) = state.ui.screens.last_mut() else { return };
     let count = DetailTab::ALL.len();
     let index = match intent {
@@ -176,6 +192,7 @@ fn detail_input(state: &mut State, intent: Intent) {
         _ => return,
     };
     *tab = DetailTab::ALL[index];
+    state.ui.scroll = 0;
 }
 
 fn line_input(state: &mut State, intent: Intent, filter: bool) {
@@ -228,14 +245,18 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
                     Some(Screen::Group { tab, .. }) => *tab = *found,
                     _ => state.ui.message = Some("open a group first (enter)".to_owned()),
                 },
-                None => state.ui.message = Some(format!("unknown view {other:?}; {}", view_names())),
+                None => {
+                    state.ui.message = Some(format!("unknown view {other:?}; {}", view_names()))
+                }
             },
         },
         ["q" | "quit"] => return vec![Effect::Quit],
         [] => {}
         _ => {
-            state.ui.message =
-                Some(format!("unknown command {command:?}; try: ns <name>, ns all, view <{}>", view_names()))
+            state.ui.message = Some(format!(
+                "unknown command {command:?}; try: ns <name>, ns all, view <{}>",
+                view_names()
+            ))
         }
     }
     effects

@@ -38,9 +38,13 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
     }
-    let [header, body, line, hints] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1), Constraint::Length(1)])
-            .areas(area);
+    let [header, body, line, hints] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
     render_header(state, frame, header);
     match state.screen() {
         Screen::Fleet => render_fleet(state, frame, body),
@@ -48,7 +52,10 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
     }
     render_line(state, frame, line);
     let mode = if state.ui.mode == Mode::Help { Mode::Help } else { state.ui.mode };
-    frame.render_widget(Paragraph::new(keymap::hints(mode)).style(style(state, Color::DarkGray)), hints);
+    frame.render_widget(
+        Paragraph::new(keymap::hints(mode)).style(style(state, Color::DarkGray)),
+        hints,
+    );
     if state.ui.mode == Mode::Help {
         render_help(state, frame, body);
     }
@@ -107,7 +114,9 @@ fn render_line(state: &State, frame: &mut Frame<'_>, area: Rect) {
         Mode::Command => format!(":{}▏", state.ui.command),
         _ => match (&state.ui.message, &state.ui.filter_error, state.ui.filter.is_empty()) {
             (Some(message), _, _) => message.clone(),
-            (None, Some(error), _) => format!("filter /{}/ is not a valid regex: {error}", state.ui.filter),
+            (None, Some(error), _) => {
+                format!("filter /{}/ is not a valid regex: {error}", state.ui.filter)
+            }
             (None, None, false) => format!("filter: /{}/", state.ui.filter),
             (None, None, true) => String::new(),
         },
@@ -118,9 +127,10 @@ fn render_line(state: &State, frame: &mut Frame<'_>, area: Rect) {
 /// `data 5s old` for a source, with `STALE` when its watch is down.
 pub fn data_age(state: &State, kind: SourceKind) -> String {
     let source = state.source(kind);
-    let age = source
-        .updated
-        .map_or_else(|| "no data yet".to_owned(), |updated| format!("data {} old", summary::age(state.now, updated)));
+    let age = source.updated.map_or_else(
+        || "no data yet".to_owned(),
+        |updated| format!("data {} old", summary::age(state.now, updated)),
+    );
     match source.status {
         ConnectionStatus::Reconnecting { since, .. } => {
             format!("{age} · STALE since {}", since.strftime("%H:%M:%SZ"))
@@ -132,12 +142,12 @@ pub fn data_age(state: &State, kind: SourceKind) -> String {
 
 fn titled<'a>(state: &State, title: String, kind: SourceKind) -> Block<'a> {
     let stale = matches!(state.source(kind).status, ConnectionStatus::Reconnecting { .. });
-    Block::bordered()
-        .title(Line::from(Span::styled(format!(" {title} "), bold())))
-        .title_bottom(Line::from(Span::styled(
+    Block::bordered().title(Line::from(Span::styled(format!(" {title} "), bold()))).title_bottom(
+        Line::from(Span::styled(
             format!(" {} ", data_age(state, kind)),
             style(state, if stale { Color::Red } else { Color::DarkGray }),
-        )))
+        )),
+    )
 }
 
 /// Fleet-list columns, in the order they are dropped when the terminal is narrow (last first).
@@ -182,7 +192,8 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         }
         shown -= 1;
     }
-    let header = Row::new(FLEET_COLUMNS[..shown].iter().map(|(title, _)| Cell::from(*title))).style(bold());
+    let header =
+        Row::new(FLEET_COLUMNS[..shown].iter().map(|(title, _)| Cell::from(*title))).style(bold());
     let rows = groups.iter().map(|group| {
         let cells = fleet_cells(group, state.now);
         let mut row_style = Style::default();
@@ -218,17 +229,25 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
 }
 
 fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab: DetailTab) {
-    let [tabs_area, panel] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
-    let titles = DetailTab::ALL.iter().enumerate().map(|(index, tab)| format!("{} {}", index + 1, tab.title()));
+    let [tabs_area, panel] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    let titles = DetailTab::ALL
+        .iter()
+        .enumerate()
+        .map(|(index, tab)| format!("{} {}", index + 1, tab.title()));
     frame.render_widget(
-        Tabs::new(titles)
-            .select(tab.index())
-            .highlight_style(style(state, Color::Cyan).add_modifier(Modifier::BOLD | Modifier::REVERSED)),
+        Tabs::new(titles).select(tab.index()).highlight_style(
+            style(state, Color::Cyan).add_modifier(Modifier::BOLD | Modifier::REVERSED),
+        ),
         tabs_area,
     );
     let Some(group) = state.group(key) else {
         let block = titled(state, format!("{}/{}", key.0, key.1), SourceKind::Groups);
-        frame.render_widget(Paragraph::new("This group is gone (deleted, or not in the watched namespaces).").block(block), panel);
+        frame.render_widget(
+            Paragraph::new("This group is gone (deleted, or not in the watched namespaces).")
+                .block(block),
+            panel,
+        );
         return;
     };
     let title = format!("{}/{} · {}", key.0, key.1, tab.title());
@@ -238,15 +257,27 @@ fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab
             let lines = planned_failover_lines(state, group);
             render_lines(state, frame, panel, title, SourceKind::Groups, lines);
         }
-        DetailTab::Hold => render_lines(state, frame, panel, title, SourceKind::Groups, hold_lines(state, group)),
+        DetailTab::Hold => {
+            render_lines(state, frame, panel, title, SourceKind::Groups, hold_lines(state, group))
+        }
         DetailTab::Reclones => {
-            let lines = match group.status.as_ref().and_then(|status| status.restore_reclones.as_ref()) {
-                Some(queue) => pairs(report::reclone_block(queue, state.now)),
-                None => vec![Line::from("No reclone queue: no full-instance restore is waiting on its peers.")],
-            };
+            let lines =
+                match group.status.as_ref().and_then(|status| status.restore_reclones.as_ref()) {
+                    Some(queue) => pairs(report::reclone_block(queue, state.now)),
+                    None => vec![Line::from(
+                        "No reclone queue: no full-instance restore is waiting on its peers.",
+                    )],
+                };
             render_lines(state, frame, panel, title, SourceKind::Groups, lines);
         }
-        DetailTab::Restore => render_lines(state, frame, panel, title, SourceKind::Groups, restore_lines(state, group)),
+        DetailTab::Restore => render_lines(
+            state,
+            frame,
+            panel,
+            title,
+            SourceKind::Groups,
+            restore_lines(state, group),
+        ),
         DetailTab::Archive => render_archive(state, frame, panel, group, title),
         DetailTab::Backups => render_backups(state, frame, panel, key, title),
     }
@@ -258,7 +289,10 @@ fn pairs(lines: Vec<(String, String)>) -> Vec<Line<'static>> {
         .into_iter()
         .map(|(label, value)| {
             let label = if label.is_empty() { String::new() } else { format!("{label}:") };
-            Line::from(vec![Span::styled(format!("{label:width$}  ", width = width + 1), bold()), Span::raw(value)])
+            Line::from(vec![
+                Span::styled(format!("{label:width$}  ", width = width + 1), bold()),
+                Span::raw(value),
+            ])
         })
         .collect()
 }
@@ -271,12 +305,17 @@ fn render_lines(
     kind: SourceKind,
     lines: Vec<Line<'static>>,
 ) {
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, title, kind)), area);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, title, kind)),
+        area,
+    );
 }
 
 /// The phases of a run with the time each was reached, as far as the record shows.
 pub fn timeline(record: &PlannedFailoverStatus) -> Vec<(&'static str, Option<Timestamp>)> {
-    let time = |time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| time.map(|time| time.0);
+    let time = |time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
+        time.map(|time| time.0)
+    };
     let mut steps = vec![
         ("Admitting", time(record.start_time.as_ref())),
         ("Fencing", time(record.fence.as_ref().and_then(|fence| fence.intent_time.as_ref()))),
@@ -304,18 +343,29 @@ pub fn timeline(record: &PlannedFailoverStatus) -> Vec<(&'static str, Option<Tim
 }
 
 fn planned_failover_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
-    let Some(record) = group.status.as_ref().and_then(|status| status.planned_failover.as_ref()) else {
+    let Some(record) = group.status.as_ref().and_then(|status| status.planned_failover.as_ref())
+    else {
         return vec![Line::from("No planned failover recorded for this group.")];
     };
     let current = record.phase.as_ref().map(|phase| phase.as_str().to_owned()).unwrap_or_default();
     let mut lines = vec![Line::from(Span::styled("Timeline", bold()))];
     for (phase, at) in timeline(record) {
-        let marker = if phase == current { "▶" } else if at.is_some() { "✓" } else { "·" };
+        let marker = if phase == current {
+            "▶"
+        } else if at.is_some() {
+            "✓"
+        } else {
+            "·"
+        };
         let when = at.map_or_else(
             || NONE.to_owned(),
             |at| format!("{} ({} ago)", at.strftime("%H:%M:%SZ"), summary::age(state.now, at)),
         );
-        let line_style = if phase == current { style(state, Color::Cyan).add_modifier(Modifier::BOLD) } else { Style::default() };
+        let line_style = if phase == current {
+            style(state, Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
         lines.push(Line::from(Span::styled(format!(" {marker} {phase:<24} {when}"), line_style)));
     }
     lines.push(Line::from(""));
@@ -335,7 +385,9 @@ fn hold_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
             lines.extend(pairs(report::hold_block(hold, state.now)));
             lines.push(Line::from("(display only: this console writes nothing)"));
         }
-        None => lines.push(Line::from("No automation hold recorded (status.plannedFailoverHold is absent).")),
+        None => lines.push(Line::from(
+            "No automation hold recorded (status.plannedFailoverHold is absent).",
+        )),
     }
     if let Some(condition) = status.condition(&ConditionType::AutomaticFailoverHeld) {
         lines.push(Line::from(""));
@@ -372,7 +424,13 @@ fn restore_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>
     lines
 }
 
-fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &MysqlFailoverGroup, title: String) {
+fn render_overview(
+    state: &State,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    group: &MysqlFailoverGroup,
+    title: String,
+) {
     let status = group.status.clone().unwrap_or_default();
     let site_rows = u16::try_from(group.spec.sites.len()).unwrap_or(16);
     let [sites_area, conditions_area, events_area] = Layout::vertical([
@@ -387,22 +445,44 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
         .and_then(|active| status.site(active))
         .and_then(|site| site.gtid_executed.as_deref())
         .and_then(summary::gtid_count);
-    let header = Row::new(["SITE", "ROLE", "STATE", "LAG", "GTIDS", "Δ PRIMARY", "REPL", "CONVERGENCE", "LAST SEEN"])
-        .style(bold());
+    let header = Row::new([
+        "SITE",
+        "ROLE",
+        "STATE",
+        "LAG",
+        "GTIDS",
+        "Δ PRIMARY",
+        "REPL",
+        "CONVERGENCE",
+        "LAST SEEN",
+    ])
+    .style(bold());
     let rows = group.spec.sites.iter().map(|site| {
         let observed = status.site(&site.name);
-        let count = observed.and_then(|site| site.gtid_executed.as_deref()).and_then(summary::gtid_count);
+        let count =
+            observed.and_then(|site| site.gtid_executed.as_deref()).and_then(summary::gtid_count);
         let difference = match (count, primary_count) {
-            (Some(count), Some(primary)) if status.active_site.as_deref() != Some(site.name.as_str()) => {
+            (Some(count), Some(primary))
+                if status.active_site.as_deref() != Some(site.name.as_str()) =>
+            {
                 format!("{:+}", i128::from(count) - i128::from(primary))
             }
             _ => NONE.to_owned(),
         };
-        let state_text = observed.and_then(|site| site.state.as_ref()).map_or(NONE, |state| state.as_str()).to_owned();
+        let state_text = observed
+            .and_then(|site| site.state.as_ref())
+            .map_or(NONE, |state| state.as_str())
+            .to_owned();
+        let role = match site.effective_role() {
+            bloodraven_crd::group::SiteRole::PrimaryCandidate => "candidate",
+            bloodraven_crd::group::SiteRole::DisasterRecovery => "dr",
+            bloodraven_crd::group::SiteRole::ReadOnly => "reader",
+            bloodraven_crd::group::SiteRole::Unrecognized(_) => "?",
+        };
         let role = if status.active_site.as_deref() == Some(site.name.as_str()) {
-            format!("{}*", site.effective_role().as_str())
+            format!("{role} (active)")
         } else {
-            site.effective_role().as_str().to_owned()
+            role.to_owned()
         };
         Row::new([
             site.name.clone(),
@@ -414,10 +494,15 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
             ),
             count.map_or_else(|| NONE.to_owned(), |count| count.to_string()),
             difference,
-            observed.and_then(|site| site.replicating).map_or(NONE, |r| if r { "yes" } else { "no" }).to_owned(),
+            observed
+                .and_then(|site| site.replicating)
+                .map_or(NONE, |r| if r { "yes" } else { "no" })
+                .to_owned(),
             observed.and_then(|site| site.source_convergence_state.as_ref()).map_or_else(
                 || NONE.to_owned(),
-                |convergence| match observed.and_then(|site| site.source_convergence_reason.as_ref()) {
+                |convergence| match observed
+                    .and_then(|site| site.source_convergence_reason.as_ref())
+                {
                     Some(reason) => format!("{}({})", convergence.as_str(), reason.as_str()),
                     None => convergence.as_str().to_owned(),
                 },
@@ -427,8 +512,8 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
     });
     let widths = [
         Constraint::Length(6),
-        Constraint::Length(17),
-        Constraint::Length(11),
+        Constraint::Length(18),
+        Constraint::Length(10),
         Constraint::Length(5),
         Constraint::Length(9),
         Constraint::Length(9),
@@ -456,7 +541,10 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
             _ => Color::Reset,
         };
         lines.push(Line::from(vec![
-            Span::styled(format!("{}={}", condition.type_.as_str(), condition.status.as_str()), style(state, color).add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!("{}={}", condition.type_.as_str(), condition.status.as_str()),
+                style(state, color).add_modifier(Modifier::BOLD),
+            ),
             Span::raw(format!(
                 " {} · {}",
                 condition.reason.as_ref().map_or(NONE, |reason| reason.as_str()),
@@ -471,7 +559,11 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
         lines.push(Line::from("No conditions reported yet."));
     }
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, "Conditions".to_owned(), SourceKind::Groups)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(
+            state,
+            "Conditions".to_owned(),
+            SourceKind::Groups,
+        )),
         conditions_area,
     );
 
@@ -506,11 +598,13 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
                 Line::from(vec![
                     Span::raw(format!(
                         "{:>6} ",
-                        when(event).map_or_else(|| NONE.to_owned(), |at| summary::age(state.now, at))
+                        when(event)
+                            .map_or_else(|| NONE.to_owned(), |at| summary::age(state.now, at))
                     )),
                     Span::styled(
                         format!("{} ", event.reason.clone().unwrap_or_default()),
-                        style(state, if warning { Color::Yellow } else { Color::Reset }).add_modifier(Modifier::BOLD),
+                        style(state, if warning { Color::Yellow } else { Color::Reset })
+                            .add_modifier(Modifier::BOLD),
                     ),
                     Span::raw(event.message.clone().unwrap_or_default()),
                 ])
@@ -518,21 +612,43 @@ fn render_overview(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mys
             .collect()
     };
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, "Events".to_owned(), SourceKind::Events)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(
+            state,
+            "Events".to_owned(),
+            SourceKind::Events,
+        )),
         events_area,
     );
 }
 
-fn render_archive(state: &State, frame: &mut Frame<'_>, area: Rect, group: &MysqlFailoverGroup, title: String) {
+fn render_archive(
+    state: &State,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    group: &MysqlFailoverGroup,
+    title: String,
+) {
     let Some(pitr) = group.status.as_ref().and_then(|status| status.pitr.as_ref()) else {
-        render_lines(state, frame, area, title, SourceKind::Groups, vec![Line::from("No PITR archive status (PITR is off or not reported yet).")]);
+        render_lines(
+            state,
+            frame,
+            area,
+            title,
+            SourceKind::Groups,
+            vec![Line::from("No PITR archive status (PITR is off or not reported yet).")],
+        );
         return;
     };
     let mut lines = pairs(report::pitr_block(pitr, state.now));
-    if let Some(condition) = group.status.as_ref().and_then(|status| status.condition(&ConditionType::PitrArchiveReady)) {
+    if let Some(condition) =
+        group.status.as_ref().and_then(|status| status.condition(&ConditionType::PitrArchiveReady))
+    {
         let reason = condition.reason.as_ref().map_or(NONE, |reason| reason.as_str());
         lines.push(Line::from(vec![
-            Span::styled(format!("PITRArchiveReady={} ({reason})", condition.status.as_str()), bold()),
+            Span::styled(
+                format!("PITRArchiveReady={} ({reason})", condition.status.as_str()),
+                bold(),
+            ),
             Span::raw(format!(" — {}", summary::meaning(Kind::ArchiveReason, reason))),
         ]));
         if let Some(message) = &condition.message {
@@ -541,7 +657,10 @@ fn render_archive(state: &State, frame: &mut Frame<'_>, area: Rect, group: &Mysq
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        format!("{:<6} {:<7} {:<5} {:>6} {:>7} {:>8} {:>9} {:>9}  LAST ERROR", "SITE", "PRIMARY", "STORE", "FILES", "BACKLOG", "FAILURES", "LAST SCAN", "NEWEST"),
+        format!(
+            "{:<6} {:<7} {:<5} {:>6} {:>7} {:>8} {:>9} {:>9}  LAST ERROR",
+            "SITE", "PRIMARY", "STORE", "FILES", "BACKLOG", "FAILURES", "LAST SCAN", "NEWEST"
+        ),
         bold(),
     )));
     for site in &pitr.sites {
@@ -569,10 +688,14 @@ fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, t
         .data
         .backups
         .iter()
-        .filter(|((namespace, _), backup)| *namespace == key.0 && backup.spec.failover_group_ref.name == key.1)
+        .filter(|((namespace, _), backup)| {
+            *namespace == key.0 && backup.spec.failover_group_ref.name == key.1
+        })
         .map(|(_, backup)| backup)
         .collect();
-    backups.sort_by_key(|backup| std::cmp::Reverse(backup.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0)));
+    backups.sort_by_key(|backup| {
+        std::cmp::Reverse(backup.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0))
+    });
     let rows = backups.iter().map(|backup| {
         let status = backup.status.clone().unwrap_or_default();
         Row::new([
@@ -599,8 +722,15 @@ fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, t
     ];
     frame.render_widget(
         Table::new(rows, widths)
-            .header(Row::new(["BACKUP", "PROFILE", "PHASE", "SOURCE", "STARTED", "SIZE", "MESSAGE"]).style(bold()))
-            .block(titled(state, format!("{title} · backups ({})", backups.len()), SourceKind::Backups)),
+            .header(
+                Row::new(["BACKUP", "PROFILE", "PHASE", "SOURCE", "STARTED", "SIZE", "MESSAGE"])
+                    .style(bold()),
+            )
+            .block(titled(
+                state,
+                format!("{title} · backups ({})", backups.len()),
+                SourceKind::Backups,
+            )),
         backups_area,
     );
     let verifications: Vec<&bloodraven_crd::MysqlBackupVerification> = state
@@ -616,7 +746,11 @@ fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, t
         let status = verification.status.clone().unwrap_or_default();
         Row::new([
             verification.metadata.name.clone().unwrap_or_default(),
-            verification.spec.backup_ref.as_ref().map_or_else(|| NONE.to_owned(), |backup| backup.name.clone()),
+            verification
+                .spec
+                .backup_ref
+                .as_ref()
+                .map_or_else(|| NONE.to_owned(), |backup| backup.name.clone()),
             status.phase.as_ref().map_or(NONE, |phase| phase.as_str()).to_owned(),
             status
                 .point_in_time
@@ -638,8 +772,15 @@ fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, t
     ];
     frame.render_widget(
         Table::new(rows, widths)
-            .header(Row::new(["VERIFICATION", "BACKUP", "PHASE", "PITR", "DONE", "MESSAGE"]).style(bold()))
-            .block(titled(state, format!("verifications ({})", verifications.len()), SourceKind::Verifications)),
+            .header(
+                Row::new(["VERIFICATION", "BACKUP", "PHASE", "PITR", "DONE", "MESSAGE"])
+                    .style(bold()),
+            )
+            .block(titled(
+                state,
+                format!("verifications ({})", verifications.len()),
+                SourceKind::Verifications,
+            )),
         verifications_area,
     );
 }
@@ -657,11 +798,17 @@ fn render_help(state: &State, frame: &mut Frame<'_>, area: Rect) {
     };
     let lines: Vec<Line<'static>> = bindings
         .iter()
-        .map(|binding| Line::from(vec![Span::styled(format!("{:>10}  ", binding.key), bold()), Span::raw(binding.help)]))
+        .map(|binding| {
+            Line::from(vec![
+                Span::styled(format!("{:>10}  ", binding.key), bold()),
+                Span::raw(binding.help),
+            ])
+        })
         .collect();
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(format!(" Keys ({mode:?}) · esc closes "))),
+        Paragraph::new(lines)
+            .block(Block::bordered().title(format!(" Keys ({mode:?}) · esc closes "))),
         popup,
     );
 }

@@ -21,6 +21,8 @@ mod error;
 mod events;
 mod managed;
 mod patch;
+#[cfg(test)]
+mod proptests;
 mod registry;
 mod selector;
 mod server;
@@ -66,6 +68,8 @@ pub struct LabConfig {
     pub bookmark_interval: Duration,
     /// How long a watch without `timeoutSeconds` stays open.
     pub default_watch_timeout: Duration,
+    /// How many requests the log keeps (the oldest are dropped first).
+    pub request_log_limit: usize,
     /// Loaded at start when it exists, written by `stop` and `save_snapshot`.
     pub snapshot: Option<PathBuf>,
     /// Serve https with a throwaway CA (in the kubeconfig) instead of plain http. kubectl
@@ -82,6 +86,7 @@ impl Default for LabConfig {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(60),
             default_watch_timeout: Duration::from_secs(1800),
+            request_log_limit: 100_000,
             snapshot: None,
             tls: false,
         }
@@ -153,6 +158,7 @@ impl Lab {
             allow_anonymous: config.allow_anonymous,
             bookmark_interval: config.bookmark_interval.max(Duration::from_millis(10)),
             default_watch_timeout: config.default_watch_timeout,
+            request_log_limit: config.request_log_limit,
         };
         let shared = Arc::new(Shared::new(state, settings));
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
@@ -456,9 +462,9 @@ impl Lab {
             .map_err(|source| Error::KubeconfigWrite { path: path.display().to_string(), source })
     }
 
-    /// Every request served so far, oldest first.
+    /// Every request served so far (up to `LabConfig::request_log_limit`), oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        lock(&self.shared.log).clone()
+        lock(&self.shared.log).iter().cloned().collect()
     }
 
     pub fn clear_requests(&self) {

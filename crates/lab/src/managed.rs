@@ -429,7 +429,10 @@ pub(crate) fn from_fields_v1(fields: &Value) -> FieldSet {
         }
         for (key, child) in map {
             if key == "." {
-                set.insert(path.clone());
+                // The root itself is never a member.
+                if !path.is_empty() {
+                    set.insert(path.clone());
+                }
                 continue;
             }
             let element = if let Some(name) = key.strip_prefix("f:") {

@@ -66,8 +66,19 @@ pub(crate) fn apply_patch(
                     error.column()
                 ))
             })?;
-            json_patch::patch(&mut patched, &patch)
-                .map_err(|error| ApiError::new(422, "Invalid", error.to_string()))?;
+            // One operation at a time (on a copy, so still all or nothing): a `test` for null
+            // passes on a missing path, as in the API server's json-patch library (kube's
+            // finalizer helper relies on it for objects without finalizers).
+            for operation in &patch.0 {
+                if let json_patch::PatchOperation::Test(test) = operation
+                    && test.value.is_null()
+                    && patched.pointer(test.path.as_str()).is_none()
+                {
+                    continue;
+                }
+                json_patch::patch(&mut patched, std::slice::from_ref(operation))
+                    .map_err(|error| ApiError::new(422, "Invalid", error.to_string()))?;
+            }
         }
         PatchType::Merge => {
             let patch = parse_json(body)?;

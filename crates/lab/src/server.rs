@@ -1,6 +1,6 @@
 //! HTTP: routing, identity, the request log, fault injection and the resource handlers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -31,13 +31,14 @@ pub(crate) struct Settings {
     pub allow_anonymous: bool,
     pub bookmark_interval: Duration,
     pub default_watch_timeout: Duration,
+    pub request_log_limit: usize,
 }
 
 /// Everything the server shares between requests.
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub settings: Mutex<Settings>,
-    pub log: Mutex<Vec<RequestRecord>>,
+    pub log: Mutex<VecDeque<RequestRecord>>,
     pub faults: Mutex<Vec<Fault>>,
     pub paused: watch::Sender<bool>,
     pub watch_generation: watch::Sender<u64>,
@@ -54,7 +55,7 @@ impl Shared {
         Self {
             state: Mutex::new(state),
             settings: Mutex::new(settings),
-            log: Mutex::new(Vec::new()),
+            log: Mutex::new(VecDeque::new()),
             faults: Mutex::new(Vec::new()),
             paused: watch::Sender::new(false),
             watch_generation: watch::Sender::new(0),
@@ -286,7 +287,12 @@ pub(crate) async fn middleware(
         }
     };
     record.status = response.status().as_u16();
-    lock(&shared.log).push(record);
+    let limit = lock(&shared.settings).request_log_limit;
+    let mut log = lock(&shared.log);
+    log.push_back(record);
+    while log.len() > limit.max(1) {
+        log.pop_front();
+    }
     response
 }
 
@@ -590,7 +596,7 @@ fn serve_resource(
                             return Err(error);
                         }
                         let mut object = applied.clone();
-                        object["metadata"]["name"] = json!(name);
+                        crate::store::set_meta(&mut object, "name", json!(name));
                         let created =
                             state.create(info, version, namespace, object, &ctx, Some(applied))?;
                         Ok(Served::Object(201, created))

@@ -70,7 +70,7 @@ fn metadata_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
     metadata.as_object_mut()
 }
 
-fn set_meta(object: &mut Value, field: &str, value: Value) {
+pub(crate) fn set_meta(object: &mut Value, field: &str, value: Value) {
     if let Some(metadata) = metadata_mut(object) {
         metadata.insert(field.to_string(), value);
     }

@@ -6,9 +6,13 @@
 //! endpoint, atomic create by `If-None-Match: *`). [`Store`] picks one at run time.
 //! [`probe_atomic_create`] is the spec's store-capability probe, written once over the trait.
 //!
+//! [`archive`] drives `bloodraven-archive`'s sans-IO reader over a store (`open_archive`),
+//! maps the probe's verdict to the archive's refusal, and writes fixture archives.
+//!
 //! Keys are `/`-separated relative paths validated by [`key::validate_key`]; both stores
 //! interpret them relative to their root (a directory, or a bucket plus prefix).
 
+pub mod archive;
 pub mod error;
 pub mod fs;
 pub mod key;
@@ -23,6 +27,7 @@ mod random;
 use std::future::Future;
 use std::ops::Range;
 
+pub use archive::{ArchiveRoot, ProbeError, open_archive, probe_archive_store};
 pub use error::{Denial, Error, ErrorKind, Operation, Result};
 pub use fs::FsStore;
 pub use probe::{CAS_PROBE_PREFIX, ProbeVerdict, UnsupportedReason, probe_atomic_create};

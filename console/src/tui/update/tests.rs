@@ -19,7 +19,12 @@ fn navigation_table() {
     let key = |namespace: &str, name: &str| (namespace.to_owned(), name.to_owned());
     let cases: Vec<(Vec<Intent>, Screen, Mode, usize)> = vec![
         (vec![], Screen::Fleet, Mode::Fleet, 0),
-        (vec![Intent::Down, Intent::Down, Intent::Down, Intent::Down], Screen::Fleet, Mode::Fleet, 2),
+        (
+            vec![Intent::Down, Intent::Down, Intent::Down, Intent::Down],
+            Screen::Fleet,
+            Mode::Fleet,
+            2,
+        ),
         (vec![Intent::Bottom, Intent::Up], Screen::Fleet, Mode::Fleet, 1),
         (vec![Intent::Down, Intent::Top], Screen::Fleet, Mode::Fleet, 0),
         (
@@ -79,11 +84,24 @@ fn quit_is_an_effect_in_every_mode() {
 #[test]
 fn regex_filter_narrows_and_reports_bad_patterns() {
     let mut state = scenario_state("healthy");
-    keys(&mut state, &[Intent::StartFilter, Intent::Type('^'), Intent::Type('p'), Intent::Type('a'), Intent::Type('y'), Intent::Submit]);
+    keys(
+        &mut state,
+        &[
+            Intent::StartFilter,
+            Intent::Type('^'),
+            Intent::Type('p'),
+            Intent::Type('a'),
+            Intent::Type('y'),
+            Intent::Submit,
+        ],
+    );
     assert_eq!(state.ui.mode, Mode::Fleet);
     assert_eq!(state.visible_groups().len(), 1);
     assert_eq!(selected_name(&state), "ledger");
-    keys(&mut state, &[Intent::StartFilter, Intent::Erase, Intent::Erase, Intent::Type('('), Intent::Submit]);
+    keys(
+        &mut state,
+        &[Intent::StartFilter, Intent::Erase, Intent::Erase, Intent::Type('('), Intent::Submit],
+    );
     assert!(state.ui.filter_error.is_some());
     assert_eq!(state.visible_groups().len(), 3, "an invalid pattern filters nothing");
     keys(&mut state, &[Intent::StartFilter, Intent::Cancel]);
@@ -93,7 +111,16 @@ fn regex_filter_narrows_and_reports_bad_patterns() {
 #[test]
 fn held_groups_match_the_held_filter_and_sort_cycles() {
     let mut state = scenario_state("hold-standing");
-    keys(&mut state, &[Intent::StartFilter, Intent::Type('h'), Intent::Type('e'), Intent::Type('l'), Intent::Type('d')]);
+    keys(
+        &mut state,
+        &[
+            Intent::StartFilter,
+            Intent::Type('h'),
+            Intent::Type('e'),
+            Intent::Type('l'),
+            Intent::Type('d'),
+        ],
+    );
     assert_eq!(state.visible_groups().len(), 1);
     let mut state = scenario_state("healthy");
     assert_eq!(selected_name(&state), "carts");
@@ -106,7 +133,17 @@ fn held_groups_match_the_held_filter_and_sort_cycles() {
 #[test]
 fn commands_change_scope_and_view() {
     let mut state = scenario_state("healthy");
-    let effects = keys(&mut state, &[Intent::StartCommand, Intent::Type('n'), Intent::Type('s'), Intent::Type(' '), Intent::Type('x'), Intent::Submit]);
+    let effects = keys(
+        &mut state,
+        &[
+            Intent::StartCommand,
+            Intent::Type('n'),
+            Intent::Type('s'),
+            Intent::Type(' '),
+            Intent::Type('x'),
+            Intent::Submit,
+        ],
+    );
     assert!(effects.contains(&Effect::Watch(Scope::Namespace("x".to_owned()))));
     assert!(state.data.groups.is_empty(), "data of the old scope is dropped");
     assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connecting);
@@ -150,8 +187,16 @@ fn connection_and_data_age_follow_the_sources() {
     let mut state = scenario_state("healthy");
     let since = "2026-04-20T14:39:59Z".parse().unwrap();
     let retry_at = "2026-04-20T14:40:04Z".parse().unwrap();
-    let status = ConnectionStatus::Reconnecting { since, retry_at, error: "connection refused".to_owned() };
-    update(&mut state, Action::Data(DataEvent::Connection { source: SourceKind::Groups, status: status.clone(), at: since }));
+    let status =
+        ConnectionStatus::Reconnecting { since, retry_at, error: "connection refused".to_owned() };
+    update(
+        &mut state,
+        Action::Data(DataEvent::Connection {
+            source: SourceKind::Groups,
+            status: status.clone(),
+            at: since,
+        }),
+    );
     assert_eq!(state.source(SourceKind::Groups).status, status);
     // A relist reconnects the source and refreshes its age.
     let relist = scenario_events("healthy").remove(0);
@@ -159,4 +204,15 @@ fn connection_and_data_age_follow_the_sources() {
     assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connected);
     assert_eq!(state.source(SourceKind::Groups).updated, Some(now()));
     assert_eq!(update(&mut state, Action::Tick(now())), [], "same second: nothing to redraw");
+}
+
+#[test]
+fn detail_scrolls_and_a_new_tab_starts_at_the_top() {
+    let mut state = scenario_state("pitr-divergent");
+    keys(&mut state, &[Intent::Open, Intent::Tab(4), Intent::Down, Intent::Down, Intent::Down, Intent::Up]);
+    assert_eq!(state.ui.scroll, 2);
+    keys(&mut state, &[Intent::Top]);
+    assert_eq!(state.ui.scroll, 0);
+    keys(&mut state, &[Intent::Down, Intent::NextTab]);
+    assert_eq!(state.ui.scroll, 0);
 }

@@ -38,12 +38,25 @@ fn snapshots_of_every_view() {
         ("reclones_held", "reclone-held", open(3)),
         ("restore_in_place_failed", "reclone-held", open(4)),
         ("restore_pitr_divergent", "pitr-divergent", open(4)),
+        ("restore_pitr_divergent_scrolled", "pitr-divergent", {
+            let mut intents = open(4);
+            intents.extend(std::iter::repeat_n(Intent::Down, 12));
+            intents
+        }),
         ("archive_gap", "archive-gap", open(5)),
         ("backups_healthy", "healthy", open(6)),
         ("help_fleet", "healthy", vec![Intent::ToggleHelp]),
         ("help_detail", "healthy", vec![Intent::Open, Intent::ToggleHelp]),
-        ("filter_typing", "healthy", vec![Intent::StartFilter, Intent::Type('o'), Intent::Type('r')]),
-        ("command_typing", "healthy", vec![Intent::StartCommand, Intent::Type('n'), Intent::Type('s')]),
+        (
+            "filter_typing",
+            "healthy",
+            vec![Intent::StartFilter, Intent::Type('o'), Intent::Type('r')],
+        ),
+        (
+            "command_typing",
+            "healthy",
+            vec![Intent::StartCommand, Intent::Type('n'), Intent::Type('s')],
+        ),
         ("frozen", "healthy", vec![Intent::ToggleFreeze]),
     ];
     for (name, scenario, intents) in cases {
@@ -58,8 +71,12 @@ fn stale_data_is_marked() {
     let mut state = scenario_state("healthy");
     let since = "2026-04-20T14:39:50Z".parse().unwrap();
     let retry_at = "2026-04-20T14:40:08Z".parse().unwrap();
-    let status = ConnectionStatus::Reconnecting { since, retry_at, error: "connection refused".to_owned() };
-    update(&mut state, Action::Data(DataEvent::Connection { source: SourceKind::Groups, status, at: since }));
+    let status =
+        ConnectionStatus::Reconnecting { since, retry_at, error: "connection refused".to_owned() };
+    update(
+        &mut state,
+        Action::Data(DataEvent::Connection { source: SourceKind::Groups, status, at: since }),
+    );
     let text = draw(&state, 120, 36);
     assert!(text.contains("reconnecting in 8s · stale since 14:39:50Z"), "{text}");
     assert!(text.contains("STALE since 14:39:50Z"), "{text}");

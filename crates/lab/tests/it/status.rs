@@ -58,3 +58,88 @@ async fn status_is_written_only_through_the_subresource() {
     .await;
     lab.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn kube_runtime_finalizer_helper_adds_and_removes_its_finalizer() {
+    use kube::runtime::controller::Action;
+    use kube::runtime::finalizer::{Event, finalizer};
+
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        let created = widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+        let outcome = finalizer(
+            &widgets,
+            "lab.bloodraven.test/cleanup",
+            std::sync::Arc::new(created),
+            |event| async move {
+                match event {
+                    Event::Apply(_) | Event::Cleanup(_) => {
+                        Ok::<_, std::convert::Infallible>(Action::await_change())
+                    }
+                }
+            },
+        )
+        .await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        let held = widgets.get("w").await.unwrap();
+        assert_eq!(
+            held.metadata.finalizers.as_deref(),
+            Some(&["lab.bloodraven.test/cleanup".to_string()][..])
+        );
+
+        widgets.delete("w", &kube::api::DeleteParams::default()).await.unwrap();
+        let deleting = widgets.get("w").await.unwrap();
+        let cleaned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cleaned.clone();
+        finalizer(
+            &widgets,
+            "lab.bloodraven.test/cleanup",
+            std::sync::Arc::new(deleting),
+            |event| async move {
+                if let Event::Cleanup(_) = event {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok::<_, std::convert::Infallible>(Action::await_change())
+            },
+        )
+        .await
+        .unwrap();
+        assert!(cleaned.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(
+            widgets.get_opt("w").await.unwrap().is_none(),
+            "removing the last finalizer deletes the object"
+        );
+    })
+    .await;
+    lab.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn metadata_watcher_gets_partial_objects() {
+    use futures::StreamExt;
+    use kube::core::PartialObjectMeta;
+    use kube::runtime::watcher;
+
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        let mut labelled = widget("w", "red");
+        labelled.metadata.labels = Some([("team".to_string(), "db".to_string())].into());
+        widgets.create(&PostParams::default(), &labelled).await.unwrap();
+        let metadata: Api<PartialObjectMeta<Widget>> =
+            Api::namespaced(client(&lab).await, "default");
+        let mut stream = watcher(metadata, watcher::Config::default()).boxed();
+        loop {
+            if let watcher::Event::InitApply(meta) = stream.next().await.unwrap().unwrap() {
+                assert_eq!(meta.metadata.name.as_deref(), Some("w"));
+                assert_eq!(meta.metadata.labels.unwrap()["team"], "db");
+                break;
+            }
+        }
+        let listed = widgets.list_metadata(&kube::api::ListParams::default()).await.unwrap();
+        assert_eq!(listed.items.len(), 1);
+    })
+    .await;
+    lab.stop().await.unwrap();
+}

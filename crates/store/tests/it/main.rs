@@ -1,5 +1,6 @@
 //! Integration tests: one behavioural suite (suite.rs) run against the filesystem store and
-//! a real SeaweedFS, plus tests specific to each store (fs.rs, s3.rs).
+//! a real SeaweedFS, plus tests specific to each store (fs.rs, s3.rs) and the archive IO
+//! adapter over both (archive.rs).
 //!
 //! The SeaweedFS tests start their own `weed mini` (bloodraven_store::testing) and fail,
 //! never skip, when `weed` is missing: run scripts/test.sh.
@@ -8,6 +9,7 @@
 // but not the shared helpers and suite bodies they call.
 #![allow(clippy::unwrap_used)]
 
+mod archive;
 mod fs;
 mod s3;
 mod suite;

@@ -1,0 +1,73 @@
+//! The real binary: `status` against the lab API server, and the kubectl plugin name.
+
+use std::process::{Command, Output};
+
+use bloodraven_console::lab::RunningLab;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_bloodraven");
+
+async fn run(arguments: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || Command::new(BINARY).args(arguments).output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reads_the_lab_and_writes_nothing() {
+    crate::install_crypto();
+    let running = RunningLab::start("hold-standing", jiff::Timestamp::now()).await.unwrap();
+    let kubeconfig = running.kubeconfig().display().to_string();
+    let arguments = |rest: &[&str]| {
+        let mut all = vec!["--kubeconfig".to_owned(), kubeconfig.clone()];
+        all.extend(rest.iter().map(|s| (*s).to_owned()));
+        all
+    };
+
+    let list = stdout(&run(arguments(&["status", "-A"])).await);
+    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY"), "{list}");
+    assert!(list.contains("False+held"), "{list}");
+    assert!(list.contains("Failed(ForeignWritable)"), "{list}");
+
+    let wide = stdout(&run(arguments(&["status", "-n", "orders", "-o", "wide"])).await);
+    assert!(wide.contains("LAST-FAILOVER"), "{wide}");
+
+    let report = stdout(&run(arguments(&["status", "orders", "-n", "orders"])).await);
+    assert!(report.starts_with("MysqlFailoverGroup: orders/orders\n"), "{report}");
+    assert!(report.contains("Automation hold:"), "{report}");
+    assert!(report.contains("bloodraven.shipstream.io/acknowledge-planned-failover-hold=6f1c2a4e-4b7d-4a1f-9a0e-2d5b8c3f7e10"), "{report}");
+
+    let json = stdout(&run(arguments(&["status", "orders", "-n", "orders", "-o", "json"])).await);
+    let object: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        object["status"]["plannedFailoverHold"]["ambiguousSites"],
+        serde_json::json!(["iad", "pdx"])
+    );
+    let yaml = stdout(&run(arguments(&["status", "-A", "-o", "yaml"])).await);
+    assert!(yaml.contains("kind: List"), "{yaml}");
+
+    let missing = run(arguments(&["status", "nope", "-n", "orders"])).await;
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).starts_with("error: reading group nope"));
+
+    assert!(running.lab.requests().iter().all(|request| !request.is_write()));
+    running.stop().await.unwrap();
+}
+
+#[test]
+fn installed_as_kubectl_bloodraven_it_calls_itself_kubectl_bloodraven() {
+    let directory = tempfile::tempdir().unwrap();
+    let plugin = directory.path().join("kubectl-bloodraven");
+    std::fs::copy(BINARY, &plugin).unwrap();
+    let output = Command::new(&plugin).arg("--help").output().unwrap();
+    let help = stdout(&output);
+    assert!(help.contains("Usage: kubectl bloodraven [OPTIONS] [COMMAND]"), "{help}");
+    let output = Command::new(BINARY).arg("--help").output().unwrap();
+    let help = stdout(&output);
+    assert!(help.contains("Usage: bloodraven [OPTIONS] [COMMAND]"), "{help}");
+    insta::assert_snapshot!("help", help);
+}
