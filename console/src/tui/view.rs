@@ -305,10 +305,23 @@ fn render_lines(
     kind: SourceKind,
     lines: Vec<Line<'static>>,
 ) {
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(state, title, kind)),
-        area,
-    );
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let total =
+        u16::try_from(paragraph.line_count(area.width.saturating_sub(2))).unwrap_or(u16::MAX);
+    let visible = area.height.saturating_sub(2);
+    let scroll = state.ui.scroll.min(total.saturating_sub(visible));
+    let mut block = titled(state, title, kind);
+    if total > visible {
+        block = block.title_top(
+            Line::from(format!(
+                " lines {}-{} of {total} (j/k) ",
+                scroll + 1,
+                (scroll + visible).min(total)
+            ))
+            .right_aligned(),
+        );
+    }
+    frame.render_widget(paragraph.scroll((scroll, 0)).block(block), area);
 }
 
 /// The phases of a run with the time each was reached, as far as the record shows.

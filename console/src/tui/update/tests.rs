@@ -209,7 +209,10 @@ fn connection_and_data_age_follow_the_sources() {
 #[test]
 fn detail_scrolls_and_a_new_tab_starts_at_the_top() {
     let mut state = scenario_state("pitr-divergent");
-    keys(&mut state, &[Intent::Open, Intent::Tab(4), Intent::Down, Intent::Down, Intent::Down, Intent::Up]);
+    keys(
+        &mut state,
+        &[Intent::Open, Intent::Tab(4), Intent::Down, Intent::Down, Intent::Down, Intent::Up],
+    );
     assert_eq!(state.ui.scroll, 2);
     keys(&mut state, &[Intent::Top]);
     assert_eq!(state.ui.scroll, 0);

@@ -230,6 +230,25 @@ fn scenario(lab: &Lab, kubectl: &Kubectl) {
         "{stderr}"
     );
 
+    // A built-in kind: kubectl's apply sends a strategic merge patch for it.
+    let config_map = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: {value}\n  keep: \"yes\"\n"
+        )
+    };
+    let applied = kubectl.run(&["apply", "-f", &kubectl.write("cm1.yaml", &config_map("one"))]);
+    assert_eq!(applied.trim(), "configmap/settings created");
+    let applied = kubectl.run(&["apply", "-f", &kubectl.write("cm2.yaml", &config_map("two"))]);
+    assert_eq!(applied.trim(), "configmap/settings configured");
+    let mode =
+        kubectl.run(&["get", "configmap", "settings", "-o", "jsonpath={.data.mode}/{.data.keep}"]);
+    assert_eq!(mode, "two/yes");
+    assert!(lab.requests().iter().any(
+        |request| request.verb == "patch" && request.resource.as_deref() == Some("configmaps")
+    ));
+    let deleted = kubectl.run(&["delete", "-f", &kubectl.write("cm3.yaml", &config_map("two"))]);
+    assert_eq!(deleted.trim(), "configmap \"settings\" deleted");
+
     // get -w: the current row, then a row for a change.
     let mut watch =
         kubectl.command(&["get", "widget", "w1", "-w", "--output-watch-events"]).spawn().unwrap();
