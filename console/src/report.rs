@@ -322,7 +322,7 @@ pub fn reclone_block(queue: &RestoreReclones, now: Timestamp) -> Vec<(String, St
         block.line(
             "Current",
             format!(
-                "{} ({}, requested {})",
+                "{} ({}, requested {} ago)",
                 opt(current.site.as_deref()),
                 opt(current.request.as_deref()),
                 summary::age_of(now, current.request_time.as_ref())
@@ -601,7 +601,39 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
     }
     if let Some(pitr) = &status.pitr {
         out.push('\n');
-        Block { title: "PITR archive:".to_owned(), lines: pitr_block(pitr, now) }.render(&mut out);
+        let mut lines = Vec::new();
+        if let Some(profile) = group
+            .spec
+            .backup
+            .as_ref()
+            .and_then(|backup| backup.pitr.as_ref())
+            .and_then(|pitr| pitr.profile_name.clone())
+        {
+            lines.push(("Profile".to_owned(), profile));
+        }
+        lines.extend(pitr_block(pitr, now));
+        let files: i64 = pitr.sites.iter().filter_map(|site| site.files_archived).sum();
+        if !pitr.sites.is_empty() {
+            let failing: Vec<&str> = pitr
+                .sites
+                .iter()
+                .filter(|site| site.upload_failures.unwrap_or(0) > 0 || site.last_error.is_some())
+                .map(|site| site.site.as_str())
+                .collect();
+            lines.push((
+                "Files".to_owned(),
+                format!(
+                    "{files} archived by {} site(s){}",
+                    pitr.sites.len(),
+                    if failing.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; failing: {}", failing.join(", "))
+                    }
+                ),
+            ));
+        }
+        Block { title: "PITR archive:".to_owned(), lines }.render(&mut out);
     }
     if !status.conditions.is_empty() {
         let _ = writeln!(out, "\nConditions:");

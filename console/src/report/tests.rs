@@ -89,3 +89,20 @@ fn report_of_a_waiting_run_shows_the_countdown() {
 fn report_of_a_healthy_group_matches_upstream_sections() {
     insta::assert_snapshot!("group_healthy", group(&GroupFixture::three_sites().build(), now()));
 }
+
+#[test]
+fn report_of_every_scenario() {
+    let epoch: Timestamp = crate::scenarios::SCENARIO_EPOCH.parse().unwrap();
+    for name in crate::scenarios::NAMES.iter().filter(|name| **name != "fleet-1000") {
+        let groups: Vec<MysqlFailoverGroup> = crate::scenarios::raw_objects(name)
+            .unwrap()
+            .into_iter()
+            .filter(|object| object["kind"] == "MysqlFailoverGroup")
+            .map(|object| serde_json::from_value(object).unwrap())
+            .collect();
+        let mut text = list(&groups, epoch, ListStyle::Wide, true);
+        text.push('\n');
+        text.push_str(&group(&groups[0], epoch));
+        insta::assert_snapshot!(format!("scenario_{name}"), text);
+    }
+}

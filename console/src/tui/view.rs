@@ -152,17 +152,17 @@ fn titled<'a>(state: &State, title: String, kind: SourceKind) -> Block<'a> {
 
 /// Fleet-list columns, in the order they are dropped when the terminal is narrow (last first).
 const FLEET_COLUMNS: [(&str, u16); 11] = [
-    ("NAMESPACE", 10),
-    ("NAME", 14),
+    ("NAMESPACE", 9),
+    ("NAME", 10),
     ("ACTIVE", 6),
     ("SITES", 9),
-    ("READY", 6),
+    ("READY", 5),
     ("HELD", 5),
-    ("PLANNED", 15),
+    ("PLANNED", 23),
     ("LAST-FO", 7),
-    ("RECLONES", 12),
+    ("RECLONES", 11),
     ("RESTORE", 14),
-    ("ARCHIVE", 10),
+    ("ARCHIVE", 8),
 ];
 
 fn fleet_cells(group: &MysqlFailoverGroup, now: Timestamp) -> [String; 11] {
@@ -187,7 +187,8 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
     let mut shown = FLEET_COLUMNS.len();
     while shown > 1 {
         let needed: u16 = FLEET_COLUMNS[..shown].iter().map(|(_, width)| width + 1).sum();
-        if needed <= inner_width + 1 {
+        // Column gaps plus the highlight symbol: one cell per column.
+        if needed <= inner_width {
             break;
         }
         shown -= 1;
@@ -800,22 +801,29 @@ fn render_backups(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, t
 
 fn render_help(state: &State, frame: &mut Frame<'_>, area: Rect) {
     let mode = state.ui.previous_mode;
-    let bindings = keymap::bindings(mode);
-    let height = u16::try_from(bindings.len()).unwrap_or(20).saturating_add(2).min(area.height);
-    let width = 60.min(area.width);
+    // One line per action: keys that do the same thing share it.
+    let mut entries: Vec<(String, &'static str)> = Vec::new();
+    for binding in keymap::bindings(mode) {
+        match entries.iter_mut().find(|(_, help)| *help == binding.help) {
+            Some((keys, _)) => {
+                keys.push(' ');
+                keys.push_str(binding.key);
+            }
+            None => entries.push((binding.key.to_owned(), binding.help)),
+        }
+    }
+    let height = u16::try_from(entries.len()).unwrap_or(20).saturating_add(2).min(area.height);
+    let width = 64.min(area.width);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
         width,
         height,
     };
-    let lines: Vec<Line<'static>> = bindings
-        .iter()
-        .map(|binding| {
-            Line::from(vec![
-                Span::styled(format!("{:>10}  ", binding.key), bold()),
-                Span::raw(binding.help),
-            ])
+    let lines: Vec<Line<'static>> = entries
+        .into_iter()
+        .map(|(keys, help)| {
+            Line::from(vec![Span::styled(format!("{keys:>16}  "), bold()), Span::raw(help)])
         })
         .collect();
     frame.render_widget(Clear, popup);

@@ -71,3 +71,66 @@ fn installed_as_kubectl_bloodraven_it_calls_itself_kubectl_bloodraven() {
     assert!(help.contains("Usage: bloodraven [OPTIONS] [COMMAND]"), "{help}");
     insta::assert_snapshot!("help", help);
 }
+
+#[test]
+fn lab_serve_prints_a_working_kubeconfig_and_stops_on_sigterm() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let mut child = Command::new(BINARY)
+        .args(["lab", "--scenario", "reclone-draining", "--serve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the server whatever happens below.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let server_stdout = child.stdout.take().unwrap();
+    let mut child = Reap(child);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(server_stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let kubeconfig = loop {
+        let line =
+            receiver.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap();
+        if let Some(path) = line.strip_prefix("kubeconfig: ") {
+            break std::path::PathBuf::from(path);
+        }
+    };
+    assert!(kubeconfig.is_file());
+    let output = Command::new(BINARY)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["status", "orders", "-n", "orders"])
+        .output()
+        .unwrap();
+    let report = stdout(&output);
+    assert!(report.contains("Reclone queue:"), "{report}");
+    assert!(report.contains("Pending:          pdx, fra"), "{report}");
+
+    let killed = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "lab --serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!kubeconfig.exists(), "the temporary kubeconfig is removed on exit");
+}

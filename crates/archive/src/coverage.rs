@@ -22,7 +22,9 @@
 //!   it stops there.
 //!
 //! Everything is computed from manifests (hints included); only a restore proves a target.
-//! Cost: O(n log n) set operations in the number of rows and records.
+//! Cost: sorting, then O(n) set operations in the number of rows and records, plus the retries
+//! of deferred rows, the checks of waiting quarantined rows and the promotion scans of dead-branch
+//! rows that `README.md` ("Coverage model") bounds.
 
 use std::collections::BTreeMap;
 
@@ -332,6 +334,8 @@ pub enum WindowStop {
     },
     /// A row after the backup's newest transaction is on another history
     /// (PITRArchiveDivergentHistory): `ours` must be excluded to follow it, or `theirs` to stay.
+    /// For a quarantined row (never replayed) `theirs` are its transactions the history that
+    /// follows lacks: they must be excluded to go on.
     DivergentHistory {
         /// Transactions on the window's history that the other history lacks.
         ours: GtidSet,
@@ -430,9 +434,9 @@ impl Coverage {
                         server_id: record.server_id,
                         gtid_executed: record.gtid_executed.clone(),
                         observed_at: record.observed_at,
-                        earliest_change: record
-                            .probe_interval
-                            .map(|p| shift(record.observed_at, -p)),
+                        // A negative interval (meaningless) counts as zero.
+                        earliest_change: (record.probe_interval)
+                            .map(|p| shift(record.observed_at, -p.max(SignedDuration::ZERO))),
                         ended_at: None,
                         ended_by: None,
                     },
@@ -645,8 +649,7 @@ impl Coverage {
             if file.gtids.is_empty() || file.gtids.is_disjoint(b) {
                 continue;
             }
-            let own = file.gtids.difference(exclude);
-            let at = if own.is_subset(b) { file.end } else { file.start };
+            let at = if file.gtids.is_subset(b) { file.end } else { file.start };
             backup_newest = max_opt(backup_newest, at);
         }
         let mut start = next_second(backup.dump_end);
@@ -661,6 +664,7 @@ impl Coverage {
             state: b.union(exclude),
             end: None,
             files: Vec::new(),
+            quarantined: Vec::new(),
         };
         let (stop, stop_at) = walk.run();
         let mut end = walk.end;
@@ -682,6 +686,10 @@ struct Walk<'a> {
     state: GtidSet,
     end: Option<Timestamp>,
     files: Vec<usize>,
+    /// Quarantined rows committed after the backup, with their transactions that the state
+    /// lacks and no usable row holds: never replayed, but members of D for every later history
+    /// that does not hold them (a quarantine is not an acknowledgement).
+    quarantined: Vec<(usize, GtidSet)>,
 }
 
 enum Step {
@@ -711,15 +719,26 @@ impl Walk<'_> {
                 Step::Stop(stop, at) => return (stop, Some(at)),
             }
         }
+        // Evidence that arrived after the rows it overlaps were applied.
+        let quarantined = self.end.and_then(|end| self.quarantined_divergence(end));
         if let Some(&first) = deferred.first() {
             let file = &self.coverage.files[first];
+            let at = file.start_or_min();
+            if let Some((stop, quarantined_at)) = quarantined
+                && quarantined_at < at
+            {
+                return (stop, Some(quarantined_at));
+            }
             let missing = file.previous_gtids.difference(&self.state);
             return (
                 WindowStop::Gap { missing, kind: GapKind::Unreachable, file: first },
-                Some(file.start_or_min()),
+                Some(at),
             );
         }
-        (WindowStop::ArchiveHead, None)
+        match quarantined {
+            Some((stop, at)) => (stop, Some(at)),
+            None => (WindowStop::ArchiveHead, None),
+        }
     }
 
     fn retry(&mut self, deferred: &mut Vec<usize>) -> Option<(WindowStop, Timestamp)> {
@@ -748,15 +767,21 @@ impl Walk<'_> {
     fn step(&mut self, index: usize) -> Step {
         let coverage = self.coverage;
         let file = &coverage.files[index];
-        if file.quarantined {
-            return Step::Skip;
-        }
         let new = file.gtids.difference(&self.state);
         if new.is_empty() {
             return Step::Skip;
         }
         let at = file.start_or_min();
         let before_backup = self.backup_newest.is_some_and(|newest| file.end_or_min() <= newest);
+        if file.quarantined {
+            // Evidence only: its transactions that no usable row holds wait for the history
+            // that follows (a gap when that history needs them, D when it does not).
+            let evidence = new.difference(&coverage.archived);
+            if !before_backup && !evidence.is_empty() {
+                self.quarantined.push((index, evidence));
+            }
+            return Step::Skip;
+        }
         let lineage = file.previous_gtids.union(&file.gtids);
         let foreign = self.state.difference(self.exclude).difference(&lineage);
         if !foreign.is_empty() {
@@ -787,12 +812,37 @@ impl Walk<'_> {
             );
         }
         if !file.usable {
+            // A marked site's row: only transactions no unmarked row holds need its bytes.
+            if new.is_subset(&coverage.archived) {
+                return Step::Skip;
+            }
             return Step::Stop(WindowStop::UnsafeHistory { file: index }, at);
+        }
+        if let Some((stop, at)) = self.quarantined_divergence(file.end_or_min()) {
+            return Step::Stop(stop, at);
         }
         self.state.union_with(&file.gtids);
         self.end = max_opt(self.end, file.end);
         self.files.push(index);
         Step::Applied
+    }
+
+    /// A quarantined row waiting as evidence that committed before `until`: its transactions are
+    /// in D for targets after its first commit (after the backup's newest), because no history
+    /// the walk can follow holds them (they are outside the state and no usable row holds them).
+    fn quarantined_divergence(&self, until: Timestamp) -> Option<(WindowStop, Timestamp)> {
+        let files = &self.coverage.files;
+        let (index, theirs) = (self.quarantined.iter())
+            .filter(|(index, _)| files[*index].start_or_min() < until)
+            .min_by_key(|(index, _)| files[*index].start_or_min())?;
+        let row = &files[*index];
+        let row_lineage = row.previous_gtids.union(&row.gtids);
+        let ours = self.state.difference(self.exclude).difference(&row_lineage);
+        let mut at = row.start_or_min();
+        if let Some(newest) = self.backup_newest {
+            at = at.max(newest);
+        }
+        Some((WindowStop::DivergentHistory { ours, theirs: theirs.clone(), file: *index }, at))
     }
 }
 
@@ -1085,6 +1135,22 @@ mod tests {
             coverage.episodes[0].earliest_change,
             Some(Timestamp::from_second(1_800_000_000 - 5).unwrap())
         );
+    }
+
+    #[test]
+    fn extreme_probe_intervals_do_not_panic() {
+        // Not reachable from JSON (the parser caps durations), but the types are public.
+        let id: ArchiveId = "ar1-abcdefghijklmnopqrstuvwxyz".parse().unwrap();
+        let mut a = Manifest::new(id, "a");
+        for interval in [SignedDuration::MIN, SignedDuration::MAX] {
+            let mut record = record(RecordKind::Promotion, 0xaa, 0);
+            record.probe_interval = Some(interval);
+            a.push_record(record);
+        }
+        let coverage = Coverage::from_manifests([&a]);
+        let observed = coverage.episodes[0].observed_at;
+        let changes: Vec<_> = coverage.episodes.iter().map(|e| e.earliest_change).collect();
+        assert_eq!(changes, [Some(observed), Some(Timestamp::MIN)]);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! (`bloodraven-store`) and hand them to [`reader::ArchiveReader`]; decisions that need the time
 //! take a `now` argument.
 //!
-//! - [`destination`]: destination normalization and the archive ID derivation.
-//! - [`descriptor`]: `binlogs/archive.json`, the write-once archive identity.
+//! - [`destination`]: destination normalization (what the archive ID is derived from).
+//! - [`descriptor`]: `binlogs/archive.json`, the write-once archive identity, and the archive ID
+//!   derivation.
 //! - [`manifest`]: `manifest-<site>.json` version 2.
 //! - [`ident`]: object keys, content ids and the passphrase key check.
 //! - [`refusal`]: the refusal tokens (`PITRArchive…`) with their remedies.

@@ -469,12 +469,16 @@ impl Manifest {
 
     /// Retirement, first write: moves the rows `retire` selects from `files` to `pruned` with
     /// `deleted: false`, and returns their object keys (rebuilt from site, name and id).
+    /// On an error (a row whose key cannot be rebuilt) the manifest is left unchanged.
     pub fn retire(&mut self, mut retire: impl FnMut(&FileRow) -> bool) -> Result<Vec<String>> {
-        let mut keys = Vec::new();
+        let selected: Vec<bool> = self.files.iter().map(&mut retire).collect();
+        let keys = (self.files.iter().zip(&selected))
+            .filter(|(_, retire)| **retire)
+            .map(|(row, _)| row.object_key(&self.site))
+            .collect::<Result<Vec<String>>>()?;
         let mut kept = Vec::with_capacity(self.files.len());
-        for row in std::mem::take(&mut self.files) {
-            if retire(&row) {
-                keys.push(row.object_key(&self.site)?);
+        for (row, retire) in std::mem::take(&mut self.files).into_iter().zip(selected) {
+            if retire {
                 let content_id = if row.id.is_none() {
                     row.gtid_coverage.as_ref().and_then(|c| c.content_id)
                 } else {

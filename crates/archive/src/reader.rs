@@ -28,7 +28,8 @@ use crate::ident::{
 };
 use crate::manifest::{MANIFEST_MAX_BYTES, MANIFEST_VERSION, Manifest, ManifestError};
 use crate::refusal::{
-    DAMAGED_DESCRIPTOR, REMEDY_LIST_EACCES, REMEDY_LIST_S3_FORBIDDEN, Refusal, RefusalToken,
+    DAMAGED_DESCRIPTOR, REMEDY_DAMAGED_DESCRIPTOR, REMEDY_DAMAGED_MANIFEST, REMEDY_LIST_EACCES,
+    REMEDY_LIST_S3_FORBIDDEN, Refusal, RefusalToken,
 };
 
 /// Attempts per fetch before a transient failure ends the open (1 + 2 + 4 + 8 + 16 = 31 s).
@@ -309,13 +310,17 @@ impl ArchiveReader {
                     match ArchiveDescriptor::from_slice(&bytes) {
                         Ok(descriptor) => self.descriptor = Some(descriptor),
                         Err(e) => {
-                            self.outcome = Some(
-                                Refusal::new(
-                                    RefusalToken::ArchiveVersionUnsupported,
+                            let token = RefusalToken::ArchiveVersionUnsupported;
+                            let refusal = if e.is_newer_release() {
+                                Refusal::new(token, e.to_string())
+                            } else {
+                                Refusal::with_remedy(
+                                    token,
                                     e.to_string(),
+                                    REMEDY_DAMAGED_DESCRIPTOR,
                                 )
-                                .into(),
-                            );
+                            };
+                            self.outcome = Some(refusal.into());
                             return;
                         }
                     }
@@ -406,6 +411,11 @@ impl ArchiveReader {
                 Err(e @ ManifestError::Legacy { .. }) => {
                     refusals.push(Refusal::new(RefusalToken::ArchiveLegacy, e.to_string()));
                 }
+                Err(e @ ManifestError::Damaged { .. }) => refusals.push(Refusal::with_remedy(
+                    RefusalToken::ArchiveVersionUnsupported,
+                    e.to_string(),
+                    REMEDY_DAMAGED_MANIFEST,
+                )),
                 Err(e) => {
                     refusals
                         .push(Refusal::new(RefusalToken::ArchiveVersionUnsupported, e.to_string()));

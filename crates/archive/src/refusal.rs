@@ -59,6 +59,10 @@ pub const ALL_TOKENS: [RefusalToken; 13] = [
 pub const REMEDY_LIST_S3_FORBIDDEN: &str = "grant s3:ListBucket on the archive prefix";
 /// Remedy of `PITRArchiveListFailed` for a PVC permission error (EACCES).
 pub const REMEDY_LIST_EACCES: &str = "make the archive volume readable by the Job's user";
+/// Remedy of `PITRArchiveVersionUnsupported` for a damaged archive.json (the spec's wording).
+pub const REMEDY_DAMAGED_DESCRIPTOR: &str = "restore the original archive.json (bucket versioning, a copy) or point the profile at a new prefix";
+/// Remedy of `PITRArchiveVersionUnsupported` for a damaged manifest.
+pub const REMEDY_DAMAGED_MANIFEST: &str = "restore the original manifest object (bucket versioning, a copy) or point the profile at a new prefix";
 /// The message prefix of a damaged archive.json.
 pub const DAMAGED_DESCRIPTOR: &str = "archive.json is damaged";
 

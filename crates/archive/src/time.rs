@@ -81,14 +81,19 @@ pub fn parse_probe_interval(text: &str) -> Result<SignedDuration, Error> {
         };
         let whole_value: i128 =
             if whole.is_empty() { 0 } else { whole.parse::<i128>().map_err(|_| bad(start))? };
+        let limit = i128::from(i64::MAX) * 1_000_000_000;
         let mut part = whole_value.checked_mul(unit_nanos).ok_or_else(|| bad(start))?;
+        if part > limit {
+            return Err(bad(start));
+        }
+        // The fraction adds less than one unit (at most an hour): no overflow below `limit`.
         let mut scale = unit_nanos;
         for digit in fraction.bytes().take(18) {
             scale /= 10;
             part += i128::from(digit - b'0') * scale;
         }
         total_nanos = total_nanos.checked_add(part).ok_or_else(|| bad(start))?;
-        if total_nanos > i128::from(i64::MAX) * 1_000_000_000 {
+        if total_nanos > limit {
             return Err(bad(start));
         }
     }
@@ -198,7 +203,12 @@ mod tests {
             assert_eq!(parsed.as_micros(), micros, "{text}");
             assert_eq!(format_duration(parsed), back);
         }
-        for (text, offset) in [("", 0), ("5", 1), ("5x", 1), ("s", 0), ("-5s", 0), ("5s3", 3)] {
+        // Values near i128::MAX nanoseconds (a fraction on top of a whole part that already
+        // fills the range) are refused, never overflowed.
+        let huge = "170141183460469231731687303715884105.999us";
+        for (text, offset) in
+            [("", 0), ("5", 1), ("5x", 1), ("s", 0), ("-5s", 0), ("5s3", 3), (huge, 0)]
+        {
             match parse_probe_interval(text) {
                 Err(Error::InvalidDuration { offset: got, .. }) => {
                     assert_eq!(got, offset, "{text}")

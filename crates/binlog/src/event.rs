@@ -20,6 +20,35 @@ pub const CHECKSUM_LEN: usize = 4;
 /// Header flag: the event may be skipped by a reader that does not know it.
 pub const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
 
+/// Header flag of the format description: the server has the file open. MySQL
+/// and MariaDB set it when they create the file and clear it in place when they
+/// close it, so an active binlog (or the last one of a crashed server) has it set.
+/// The format description's checksum is always computed with this flag clear.
+pub const LOG_EVENT_BINLOG_IN_USE_F: u16 = 0x1;
+
+/// Offset of the flags in the event header.
+const FLAGS_OFFSET: usize = 17;
+
+/// The CRC32 of an event without its checksum trailer, as the server computes it:
+/// over every byte, except that a format description's in-use flag counts as clear
+/// (`Log_event_footer::event_checksum_test`).
+pub(crate) fn event_crc32(event: &[u8]) -> u32 {
+    // The flag sits in the low byte of the little-endian flags.
+    let in_use = LOG_EVENT_BINLOG_IN_USE_F as u8;
+    match event.get(FLAGS_OFFSET) {
+        Some(&flags)
+            if event.get(4) == Some(&EventType::FORMAT_DESCRIPTION.0) && flags & in_use != 0 =>
+        {
+            let mut hasher = crc32fast::Hasher::new();
+            hasher.update(&event[..FLAGS_OFFSET]);
+            hasher.update(&[flags & !in_use]);
+            hasher.update(&event[FLAGS_OFFSET + 1..]);
+            hasher.finalize()
+        }
+        _ => crc32fast::hash(event),
+    }
+}
+
 /// The 19-byte v4 event header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventHeader {
@@ -430,27 +459,30 @@ pub(crate) fn decode_body<'a>(
 
 const UNDEFINED_SERVER_VERSION: u32 = 999_999;
 
+/// A GTID event with no field read yet.
+const EMPTY_GTID: GtidEvent = GtidEvent {
+    flags: 0,
+    uuid: Uuid::from_bytes([0; 16]),
+    tag: None,
+    gno: 0,
+    anonymous: false,
+    last_committed: None,
+    sequence_number: None,
+    immediate_commit_us: None,
+    original_commit_us: None,
+    transaction_length: None,
+    immediate_server_version: None,
+    original_server_version: None,
+    commit_group_ticket: None,
+};
+
 fn decode_gtid(body: &[u8], anonymous: bool) -> Result<GtidEvent, ErrorKind> {
     let mut reader = Reader::new(body);
     let short = || malformed(format!("GTID body of {} bytes is too short", body.len()));
     let flags = reader.u8().ok_or_else(short)?;
     let uuid = Uuid::from_bytes(reader.array().ok_or_else(short)?);
     let gno = reader.u64().ok_or_else(short)?;
-    let mut event = GtidEvent {
-        flags,
-        uuid,
-        tag: None,
-        gno,
-        anonymous,
-        last_committed: None,
-        sequence_number: None,
-        immediate_commit_us: None,
-        original_commit_us: None,
-        transaction_length: None,
-        immediate_server_version: None,
-        original_server_version: None,
-        commit_group_ticket: None,
-    };
+    let mut event = GtidEvent { flags, uuid, gno, anonymous, ..EMPTY_GTID };
     check_gno(&event)?;
     // MySQL 5.6 stops here; 5.7.4 and earlier used another typecode (ignored).
     if reader.u8() != Some(2) {
@@ -510,16 +542,18 @@ pub(crate) mod tagged_field {
     pub(crate) const COMMIT_GROUP_TICKET: u64 = 11;
 }
 
-/// The serialization-library version byte written before a tagged GTID message.
-pub(crate) const TAGGED_SERIALIZATION_VERSION: u8 = 2;
+/// The serialization library's format version, written before a tagged GTID
+/// message as a variable-length integer (so the first body byte is `0x02`).
+pub(crate) const SERIALIZATION_FORMAT_VERSION: u64 = 1;
 
 fn decode_tagged_gtid(body: &[u8]) -> Result<GtidEvent, ErrorKind> {
     use tagged_field as field;
     let mut reader = Reader::new(body);
     let bad = |what: &str| malformed(format!("tagged GTID: {what}"));
-    let version = reader.u8().ok_or_else(|| bad("empty body"))?;
-    if version != TAGGED_SERIALIZATION_VERSION {
-        return Err(bad(&format!("unsupported serialization version {version}")));
+    let version =
+        reader.varlen().ok_or_else(|| bad("serialization format version is malformed"))?;
+    if version != SERIALIZATION_FORMAT_VERSION {
+        return Err(bad(&format!("unsupported serialization format version {version}")));
     }
     let size = reader.varlen().ok_or_else(|| bad("message size is malformed"))?;
     let last_non_ignorable = reader.varlen().ok_or_else(|| bad("field id is malformed"))?;
@@ -529,21 +563,7 @@ fn decode_tagged_gtid(body: &[u8]) -> Result<GtidEvent, ErrorKind> {
         .filter(|&len| len <= reader.remaining() as u64)
         .ok_or_else(|| bad(&format!("message size {size} does not fit the event")))?;
     let mut fields = Reader::new(reader.take(fields_len as usize).ok_or_else(|| bad("short"))?);
-    let mut event = GtidEvent {
-        flags: 0,
-        uuid: Uuid::from_bytes([0; 16]),
-        tag: None,
-        gno: 0,
-        anonymous: false,
-        last_committed: None,
-        sequence_number: None,
-        immediate_commit_us: None,
-        original_commit_us: None,
-        transaction_length: None,
-        immediate_server_version: None,
-        original_server_version: None,
-        commit_group_ticket: None,
-    };
+    let mut event = EMPTY_GTID;
     let (mut saw_uuid, mut saw_gno) = (false, false);
     while fields.remaining() > 0 {
         let id = fields.varlen().ok_or_else(|| bad("field id is malformed"))?;
@@ -738,6 +758,28 @@ mod tests {
         assert!(!checksum_aware("5.5.62-log"));
         assert!(checksum_aware("5.5.5-10.11.19-MariaDB-0+deb12u1-log"));
         assert!(checksum_aware("10.11.19-MariaDB-log"));
+    }
+
+    #[test]
+    fn tagged_gtid_format_version_is_a_variable_length_integer() {
+        let message = |version: &[u8]| {
+            let mut body = version.to_vec();
+            body.extend_from_slice(&[0x00, 0x00]);
+            decode_tagged_gtid(&body).unwrap_err().to_string()
+        };
+        // `0x04` is version 2 and `0x03 0x00` a two-byte encoding of version 0.
+        assert_eq!(
+            message(&[0x04]),
+            "malformed body: tagged GTID: unsupported serialization format version 2"
+        );
+        assert_eq!(
+            message(&[0x03, 0x00]),
+            "malformed body: tagged GTID: unsupported serialization format version 0"
+        );
+        assert_eq!(
+            decode_tagged_gtid(&[]).unwrap_err().to_string(),
+            "malformed body: tagged GTID: serialization format version is malformed"
+        );
     }
 
     #[test]

@@ -25,9 +25,9 @@ mod writer;
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::event::{
     CHECKSUM_LEN, ChecksumAlgorithm, Compression, Event, EventBody, EventHeader, FormatDescription,
-    GtidEvent, HEADER_LEN, IncidentEvent, LOG_EVENT_IGNORABLE_F, MAGIC, MariaGtidEvent,
-    PayloadEvent, QueryEvent, RotateEvent, RowsEvent, TableMapEvent, XaPrepareEvent, Xid,
-    maria_flags,
+    GtidEvent, HEADER_LEN, IncidentEvent, LOG_EVENT_BINLOG_IN_USE_F, LOG_EVENT_IGNORABLE_F, MAGIC,
+    MariaGtidEvent, PayloadEvent, QueryEvent, RotateEvent, RowsEvent, TableMapEvent,
+    XaPrepareEvent, Xid, maria_flags,
 };
 pub use crate::event_type::EventType;
 pub use crate::reader::EventReader;

@@ -8,7 +8,7 @@ use crate::EventType;
 use crate::error::{Error, ErrorKind};
 use crate::event::{
     CHECKSUM_LEN, ChecksumAlgorithm, Event, EventBody, EventHeader, FormatDescription, HEADER_LEN,
-    MAGIC, decode_body, decode_format_description,
+    MAGIC, decode_body, decode_format_description, event_crc32,
 };
 
 /// Result of trying to frame the next event.
@@ -117,13 +117,13 @@ impl Framer {
     }
 }
 
-/// Checks the CRC32 in the last four bytes of `raw` against the rest.
+/// Checks the CRC32 in the last four bytes of `raw` against the rest (see [`event_crc32`]).
 fn verify(raw: &[u8]) -> Result<(), ErrorKind> {
     let split = raw.len() - CHECKSUM_LEN;
     let mut stored = [0u8; 4];
     stored.copy_from_slice(&raw[split..]);
     let stored = u32::from_le_bytes(stored);
-    let computed = crc32fast::hash(&raw[..split]);
+    let computed = event_crc32(&raw[..split]);
     if stored == computed { Ok(()) } else { Err(ErrorKind::ChecksumMismatch { stored, computed }) }
 }
 

@@ -579,23 +579,18 @@ enum QueryKind {
 }
 
 fn classify(query: &[u8]) -> QueryKind {
-    let start = query.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(query.len());
-    let query = &query[start..];
-    let is = |word: &[u8]| {
-        query.len() >= word.len()
-            && query[..word.len()].eq_ignore_ascii_case(word)
-            && query.get(word.len()).is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'_')
-    };
-    if is(b"BEGIN") {
+    let query = skip_space(query);
+    if keyword(query, b"BEGIN").is_some() {
         QueryKind::Begin
-    } else if is(b"COMMIT") {
+    } else if keyword(query, b"COMMIT").is_some() {
         QueryKind::Commit
-    } else if is(b"ROLLBACK") {
-        QueryKind::Rollback
-    } else if is(b"XA") {
-        let rest = &query[2..];
-        let start = rest.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(rest.len());
-        let rest = &rest[start..];
+    } else if let Some(rest) = keyword(query, b"ROLLBACK") {
+        // `ROLLBACK [WORK] TO [SAVEPOINT] name` (logged when a transaction that
+        // touched a non-transactional table rolls back to a savepoint) keeps the
+        // transaction open.
+        let rest = keyword(rest, b"WORK").unwrap_or(rest);
+        if keyword(rest, b"TO").is_some() { QueryKind::Other } else { QueryKind::Rollback }
+    } else if let Some(rest) = keyword(query, b"XA") {
         let starts =
             |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
         if starts(b"START") || starts(b"BEGIN") {
@@ -612,6 +607,19 @@ fn classify(query: &[u8]) -> QueryKind {
     } else {
         QueryKind::Other
     }
+}
+
+fn skip_space(text: &[u8]) -> &[u8] {
+    let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
+    &text[start..]
+}
+
+/// When `text` starts with the keyword `word` (any case, then a non-word byte or
+/// the end): the text after it, leading whitespace skipped.
+fn keyword<'a>(text: &'a [u8], word: &[u8]) -> Option<&'a [u8]> {
+    let head = text.get(..word.len())?;
+    let boundary = text.get(word.len()).is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'_');
+    (head.eq_ignore_ascii_case(word) && boundary).then(|| skip_space(&text[word.len()..]))
 }
 
 /// Event types accepted inside a transaction body.
@@ -997,6 +1005,34 @@ impl State {
                 maria_gtids: self.maria_gtids,
                 incomplete: self.incomplete,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_keywords_are_classified() {
+        let cases: [(&[u8], QueryKind); 13] = [
+            (b"BEGIN", QueryKind::Begin),
+            (b"  begin", QueryKind::Begin),
+            (b"BEGINNING", QueryKind::Other),
+            (b"COMMIT", QueryKind::Commit),
+            (b"ROLLBACK", QueryKind::Rollback),
+            (b"ROLLBACK WORK", QueryKind::Rollback),
+            // Rolling back to a savepoint keeps the transaction open.
+            (b"ROLLBACK TO `s`", QueryKind::Other),
+            (b"rollback work to savepoint s", QueryKind::Other),
+            (b"ROLLBACK TO_x", QueryKind::Rollback),
+            (b"XA START 'x'", QueryKind::XaStart),
+            (b"XA END 'x'", QueryKind::XaEnd),
+            (b"XA COMMIT X'78',X'',1", QueryKind::XaFinish),
+            (b"XAVIER", QueryKind::Other),
+        ];
+        for (query, kind) in cases {
+            assert_eq!(classify(query), kind, "{}", String::from_utf8_lossy(query));
         }
     }
 }

@@ -6,7 +6,7 @@
 //! ROTATE or STOP. Any [`EventBody`] the parser returns can also be written back
 //! with [`Writer::event`].
 
-use bloodraven_gtid::{Gtid, GtidSet};
+use bloodraven_gtid::{Gtid, GtidSet, MAX_GNO};
 
 use crate::EventType;
 use crate::bytes::{
@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, malformed};
 use crate::event::{
     CHECKSUM_LEN, ChecksumAlgorithm, Compression, EventBody, EventHeader, FormatDescription,
     GtidEvent, HEADER_LEN, MAGIC, PayloadEvent, QueryEvent, RowsEvent,
-    TAGGED_SERIALIZATION_VERSION, TableMapEvent, Xid, payload_field, tagged_field,
+    SERIALIZATION_FORMAT_VERSION, TableMapEvent, Xid, event_crc32, payload_field, tagged_field,
 };
 
 /// Post-header lengths of event types 1..=42 as MySQL 8.4 announces them
@@ -32,6 +32,8 @@ const GTID_FLAG_MAY_HAVE_SBR: u8 = 1;
 const ROWS_STMT_END: u16 = 1;
 /// MySQL's default `binlog_transaction_compression_level_zstd`.
 const ZSTD_LEVEL: i32 = 3;
+/// Commit times are 7-byte fields whose top bit is a flag (`Gtid_event`).
+const COMMIT_TIME_LIMIT: u64 = 1 << 55;
 /// Server version written into GTID events (`8.4.3` as MySQL encodes it).
 const GTID_SERVER_VERSION: u32 = 80403;
 
@@ -232,6 +234,14 @@ impl Writer {
         let fail = |kind| Error::new(start, Some(EventType::GTID), kind);
         let timestamp = u32::try_from(spec.immediate_commit_us / 1_000_000)
             .map_err(|_| fail(malformed("commit time is beyond 2106")))?;
+        if spec.original_commit_us >= COMMIT_TIME_LIMIT {
+            return Err(fail(malformed("original commit time does not fit in 55 bits")));
+        }
+        if let Some(gtid) = spec.gtid
+            && !(1..=MAX_GNO).contains(&gtid.gno)
+        {
+            return Err(fail(malformed(format!("GTID number {} is out of range", gtid.gno))));
+        }
         let header = |event_type, flags| EventHeader {
             timestamp,
             event_type,
@@ -416,7 +426,7 @@ fn fix_log_positions(events: &mut [u8], base: u64, checksum: bool) {
         let end = base + (pos + size) as u64;
         raw[13..17].copy_from_slice(&(end as u32).to_le_bytes());
         if checksum && size >= HEADER_LEN + CHECKSUM_LEN {
-            let crc = crc32fast::hash(&raw[..size - CHECKSUM_LEN]);
+            let crc = event_crc32(&raw[..size - CHECKSUM_LEN]);
             raw[size - CHECKSUM_LEN..].copy_from_slice(&crc.to_le_bytes());
         }
         pos += size;
@@ -441,7 +451,7 @@ fn push_event_raw(
     put_u16(out, header.flags);
     out.extend_from_slice(body);
     if checksum {
-        let crc = crc32fast::hash(&out[start..]);
+        let crc = event_crc32(&out[start..]);
         put_u32(out, crc);
     }
     Ok(())
@@ -672,7 +682,7 @@ fn encode_tagged_gtid(out: &mut Vec<u8>, gtid: &GtidEvent) {
         }
         size = next;
     }
-    out.push(TAGGED_SERIALIZATION_VERSION);
+    put_varlen(out, SERIALIZATION_FORMAT_VERSION);
     put_varlen(out, size);
     out.extend_from_slice(&id_bytes);
     out.extend_from_slice(&fields);

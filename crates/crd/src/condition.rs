@@ -43,8 +43,11 @@ open_enum! {
 }
 
 open_enum! {
-    /// `conditions[].reason`: every condition reason the spec names (PITR refusal tokens
-    /// recorded as a `Verified` reason are included).
+    /// `conditions[].reason`: the condition reasons the spec names for `Ready`, `Degraded`,
+    /// `AutomaticFailoverHeld`, the `PITR*` conditions, `MetadataComplete` and
+    /// `ArtifactCleanup`. A verification's `Verified` reason is a PITR refusal token, which
+    /// this enum does not list (it reads as `Unrecognized`): parse it with
+    /// [`crate::group::PitrToken::parse`] and explain it with [`crate::catalog::Kind::PitrRefusal`].
     pub enum ConditionReason (Open) {
         // Group: Ready / Degraded.
         Healthy = "Healthy",

@@ -426,6 +426,10 @@ impl BackupFixture {
     }
 
     /// A Succeeded S3 backup completed at `completed` (RFC 3339).
+    ///
+    /// # Panics
+    ///
+    /// When `completed` is not RFC 3339, as [`time`] does.
     pub fn succeeded(mut self, completed: &str) -> Self {
         let name = self.backup.metadata.name.clone().unwrap_or_default();
         self.backup.status = Some(MysqlBackupStatus {

@@ -32,9 +32,15 @@ impl Interval {
         Ok(Interval { start, end })
     }
 
-    /// Number of transactions in the interval (at least 1).
+    /// Number of transactions in the interval: at least 1 for a valid interval.
+    ///
+    /// The fields are public, so an interval built by hand may be reversed (0
+    /// transactions) or span all of `u64` (saturates at `u64::MAX`).
     pub fn count(&self) -> u64 {
-        self.end - self.start + 1
+        match self.end.checked_sub(self.start) {
+            Some(span) => span.saturating_add(1),
+            None => 0,
+        }
     }
 
     /// Whether `gno` is in the interval.

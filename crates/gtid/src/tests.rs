@@ -65,3 +65,13 @@ fn canonicalize_sorts_and_merges_any_order() {
     intervals::canonicalize(&mut empty);
     assert!(empty.is_empty());
 }
+
+#[test]
+fn interval_count_is_total_on_hand_built_intervals() {
+    assert_eq!(Interval { start: 1, end: MAX_GNO }.count(), MAX_GNO);
+    assert_eq!(Interval { start: 7, end: 7 }.count(), 1);
+    // Public fields allow intervals no set ever holds: no overflow, no panic.
+    assert_eq!(Interval { start: 0, end: u64::MAX }.count(), u64::MAX);
+    assert_eq!(Interval { start: 5, end: 1 }.count(), 0);
+    assert!(!Interval { start: 5, end: 1 }.contains(3));
+}

@@ -160,6 +160,16 @@ impl ApiError {
             .with_details(details)
     }
 
+    /// A resource version the server has not reached, as the watch cache answers once its
+    /// wait for it runs out (clients relist on it).
+    pub(crate) fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        Self::new(504, "Timeout", format!("Too large resource version: {requested}, current: {current}"))
+            .with_details(json!({
+                "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+                "retryAfterSeconds": 1,
+            }))
+    }
+
     pub(crate) fn gone(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }

@@ -342,6 +342,11 @@ impl Lab {
             }
             Err(_) => {
                 let status = object.get("status").cloned();
+                // Loading is not a POST: a resourceVersion carried over from elsewhere is fine.
+                let mut object = object;
+                if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                    metadata.remove("resourceVersion");
+                }
                 let mut created = state
                     .create(&info, version, namespace.as_deref(), object, &ctx, None)
                     .map_err(api_error(what.clone()))?;

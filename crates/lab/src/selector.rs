@@ -63,11 +63,37 @@ impl<'a> Scanner<'a> {
     }
 }
 
-fn validate_value(value: &str, scanner: &Scanner<'_>) -> Result<(), String> {
-    if value.len() > 63 {
-        return Err(scanner.error("label value longer than 63 characters"));
+/// A label name part or value: at most 63 of `[-A-Za-z0-9_.]`, alphanumeric at both ends.
+fn is_label_name(text: &str) -> bool {
+    text.len() <= 63
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+        && text.bytes().next().is_some_and(|byte| byte.is_ascii_alphanumeric())
+        && text.bytes().last().is_some_and(|byte| byte.is_ascii_alphanumeric())
+}
+
+fn validate_key(key: &str, scanner: &Scanner<'_>) -> Result<(), String> {
+    let valid = match key.split_once('/') {
+        Some((prefix, name)) => crate::store::is_dns_subdomain(prefix) && is_label_name(name),
+        None => is_label_name(key),
+    };
+    if valid {
+        Ok(())
+    } else {
+        Err(scanner.error(&format!(
+            "invalid label key {key:?}: a qualified name is an optional DNS subdomain prefix and '/', then at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character"
+        )))
     }
-    Ok(())
+}
+
+fn validate_value(value: &str, scanner: &Scanner<'_>) -> Result<(), String> {
+    if value.is_empty() || is_label_name(value) {
+        return Ok(());
+    }
+    Err(scanner.error(&format!(
+        "invalid label value {value:?}: a valid label must be an empty string or at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character"
+    )))
 }
 
 impl LabelSelector {
@@ -84,6 +110,7 @@ impl LabelSelector {
             if key.is_empty() {
                 return Err(scanner.error("expected a label key"));
             }
+            validate_key(&key, &scanner)?;
             if negated {
                 requirements.push(Requirement::DoesNotExist(key));
             } else if scanner.eat("==") || scanner.eat("=") {
@@ -301,6 +328,23 @@ mod tests {
         for (selector, expected) in cases {
             let parsed = LabelSelector::parse(selector).unwrap();
             assert_eq!(parsed.matches(&object()), expected, "{selector}");
+        }
+    }
+
+    #[test]
+    fn malformed_label_keys_and_values_are_refused() {
+        for selector in
+            ["app=a/b", "-app=x", "a/b/c=x", "app=-x", "x in (a,b/c)", "A_B/app", "/app"]
+        {
+            assert!(LabelSelector::parse(selector).is_err(), "{selector}");
+        }
+        let long = "a".repeat(64);
+        assert!(LabelSelector::parse(&format!("app={long}")).is_err());
+        assert!(LabelSelector::parse(&format!("{long}=x")).is_err());
+        for selector in
+            ["example.com/app=db", "app=", "app.kubernetes.io/name in (a, b_c)", "!x", "x in ()"]
+        {
+            assert!(LabelSelector::parse(selector).is_ok(), "{selector}");
         }
     }
 

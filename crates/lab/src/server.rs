@@ -603,6 +603,17 @@ fn serve_resource(
                     }
                     Err(error) => Err(error),
                     Ok(live) => {
+                        // A resourceVersion in the apply configuration is a precondition.
+                        if let Some(requested) = crate::store::meta_str(&applied, "resourceVersion")
+                            .filter(|requested| !requested.is_empty())
+                            && Some(requested) != crate::store::meta_str(&live, "resourceVersion")
+                        {
+                            return Err(ApiError::stale(crate::error::Subject {
+                                group: &info.group,
+                                resource: &info.plural,
+                                name,
+                            }));
+                        }
                         let live = State::present(info, version, &live);
                         let (merged, managed) =
                             managed::apply(info, version, &live, &applied, &ctx, subresource)?;
@@ -699,7 +710,18 @@ fn list(shared: &Arc<Shared>, request: &ResourceRequest) -> Result<Served, ApiEr
             }
             (resource_version, Some(key))
         }
-        None => (state.resource_version(), None),
+        None => {
+            let current = state.resource_version();
+            if let Some(requested) = request
+                .query
+                .get("resourceVersion")
+                .and_then(|version| version.parse::<u64>().ok())
+                .filter(|requested| *requested > current)
+            {
+                return Err(ApiError::too_large_resource_version(requested, current));
+            }
+            (current, None)
+        }
     };
     let namespace = request.namespace.as_deref();
     let mut stored: Vec<Arc<Value>> = Vec::new();

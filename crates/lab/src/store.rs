@@ -88,7 +88,8 @@ fn finalizers(object: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn is_dns_subdomain(name: &str) -> bool {
+/// A DNS-1123 subdomain: object names, label key prefixes.
+pub(crate) fn is_dns_subdomain(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 253
         && name.split('.').all(|label| {
@@ -113,6 +114,29 @@ fn spec_view(info: &ResourceInfo, object: &Value) -> Value {
         }
     }
     view
+}
+
+/// 400 when the body names another apiVersion or kind than the request path (missing is fine).
+fn check_type(info: &ResourceInfo, version: &str, object: &Value) -> Result<(), ApiError> {
+    let expected_api_version = info.api_version(version);
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some(found) if found != expected_api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({found}) does not match the expected API version ({expected_api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match object.get("kind").and_then(Value::as_str) {
+        Some(found) if found != info.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({found}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 impl State {
@@ -340,23 +364,14 @@ impl State {
         if !object.is_object() {
             return Err(ApiError::bad_request("the body of the request is not a JSON object"));
         }
-        let expected_api_version = info.api_version(version);
-        match object.get("apiVersion").and_then(Value::as_str) {
-            Some(found) if found != expected_api_version => {
-                return Err(ApiError::bad_request(format!(
-                    "the API version in the data ({found}) does not match the expected API version ({expected_api_version})"
-                )));
-            }
-            _ => {}
-        }
-        match object.get("kind").and_then(Value::as_str) {
-            Some(found) if found != info.kind => {
-                return Err(ApiError::bad_request(format!(
-                    "the kind in the data ({found}) does not match the expected kind ({})",
-                    info.kind
-                )));
-            }
-            _ => {}
+        check_type(info, version, &object)?;
+        if applied.is_none()
+            && meta_str(&object, "resourceVersion").is_some_and(|version| !version.is_empty())
+        {
+            // The storage layer's refusal, which the API server passes on as a 500.
+            const MESSAGE: &str = "resourceVersion should not be set on objects to be created";
+            return Err(ApiError::from_code(500, format!("Internal error occurred: {MESSAGE}"))
+                .with_details(json!({ "causes": [{ "message": MESSAGE }] })));
         }
         let namespace = if info.namespaced {
             let in_body = meta_str(&object, "namespace").filter(|namespace| !namespace.is_empty());
@@ -526,6 +541,7 @@ impl State {
         if !object.is_object() {
             return Err(ApiError::bad_request("the body of the request is not a JSON object"));
         }
+        check_type(info, version, &object)?;
         if let Some(body_name) = meta_str(&object, "name")
             && body_name != name
         {
@@ -907,6 +923,12 @@ impl State {
                 };
                 metadata.insert("deletionTimestamp".to_string(), json!(ctx.now));
                 metadata.insert("deletionGracePeriodSeconds".to_string(), json!(0));
+                // As the API server's markAsDeleting: deletion is a change of intent.
+                if let Some(generation) =
+                    metadata.get("generation").and_then(Value::as_i64).filter(|value| *value > 0)
+                {
+                    metadata.insert("generation".to_string(), json!(generation + 1));
+                }
             }
             if is_namespace {
                 object["status"] = json!({ "phase": "Terminating" });

@@ -74,8 +74,18 @@ pub fn mariadb_client() -> Result<PathBuf> {
 
 /// Runs `command` to completion within `timeout`, killing it on expiry.
 pub fn run_bounded(command: &mut Command, what: &str, timeout: Duration) -> Result<Output> {
+    run_bounded_with_stdin(command, Stdio::null(), what, timeout)
+}
+
+/// [`run_bounded`] with `stdin` as the child's standard input.
+fn run_bounded_with_stdin(
+    command: &mut Command,
+    stdin: Stdio,
+    what: &str,
+    timeout: Duration,
+) -> Result<Output> {
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -114,7 +124,11 @@ pub fn run_bounded(command: &mut Command, what: &str, timeout: Duration) -> Resu
 
 /// Runs `command` within `timeout` and returns its stdout; a non-zero exit is an error.
 pub fn run_checked(command: &mut Command, what: &str, timeout: Duration) -> Result<Vec<u8>> {
-    let output = run_bounded(command, what, timeout)?;
+    successful(run_bounded(command, what, timeout)?, what)
+}
+
+/// The stdout of a finished command, or its failure.
+fn successful(output: Output, what: &str) -> Result<Vec<u8>> {
     if !output.status.success() {
         return Err(Error::CommandFailed {
             what: what.to_owned(),
@@ -187,7 +201,7 @@ impl MariaDb {
             let port = free_port()?;
             write_config(root, port, options)?;
             let config = root.join("my.cnf");
-            run_checked(
+            let install = run_bounded(
                 Command::new(&install_db)
                     .arg(format!("--defaults-file={}", config.display()))
                     .arg("--auth-root-authentication-method=normal")
@@ -195,6 +209,24 @@ impl MariaDb {
                 "mariadb-install-db",
                 Duration::from_secs(120),
             )?;
+            if !install.status.success() {
+                // The bootstrap server logs to error.log, not to stderr: report both.
+                // Rarely it fails under load with parallel tests; a fresh directory helps.
+                if attempt < 1 {
+                    attempt += 1;
+                    continue;
+                }
+                return Err(Error::CommandFailed {
+                    what: "mariadb-install-db".to_owned(),
+                    status: install.status.to_string(),
+                    stderr: format!(
+                        "{}{}\nerror log tail:\n{}",
+                        String::from_utf8_lossy(&install.stdout),
+                        String::from_utf8_lossy(&install.stderr),
+                        log_tail(&root.join("error.log")),
+                    ),
+                });
+            }
             let stdout = std::fs::File::create(root.join("stdout.log"))
                 .map_err(io_error("creating stdout.log"))?;
             let stderr = stdout.try_clone().map_err(io_error("opening stdout.log"))?;
@@ -250,9 +282,7 @@ impl MariaDb {
 
     /// The last 40 lines of the server's error log.
     pub fn error_log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        log_tail(&self.dir.path().join("error.log"))
     }
 
     pub fn port(&self) -> u16 {
@@ -299,54 +329,14 @@ impl MariaDb {
     pub fn sql_file(&self, path: &Path) -> Result<String> {
         let file =
             std::fs::File::open(path).map_err(io_error(format!("opening {}", path.display())))?;
-        let mut command = self.client_command();
-        let mut child = command
-            .stdin(file)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(io_error("starting mariadb"))?;
-        let deadline = Instant::now() + SQL_TIMEOUT * 5;
-        let mut stdout_pipe = child.stdout.take();
-        let reader = thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(pipe) = &mut stdout_pipe {
-                let _ = pipe.read_to_end(&mut buf);
-            }
-            buf
-        });
-        let mut stderr_pipe = child.stderr.take();
-        let err_reader = thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(pipe) = &mut stderr_pipe {
-                let _ = pipe.read_to_end(&mut buf);
-            }
-            buf
-        });
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(io_error("waiting for mariadb"))? {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Timeout {
-                    what: format!("mariadb < {}", path.display()),
-                    timeout: SQL_TIMEOUT * 5,
-                });
-            }
-            thread::sleep(Duration::from_millis(20));
-        };
-        let stdout = reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        if !status.success() {
-            return Err(Error::CommandFailed {
-                what: format!("mariadb < {}", path.display()),
-                status: status.to_string(),
-                stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&stdout).into_owned())
+        let what = format!("mariadb < {}", path.display());
+        let output = run_bounded_with_stdin(
+            &mut self.client_command(),
+            Stdio::from(file),
+            &what,
+            SQL_TIMEOUT * 5,
+        )?;
+        Ok(String::from_utf8_lossy(&successful(output, &what)?).into_owned())
     }
 
     /// The binary log files in order (`SHOW BINARY LOGS`), as paths.
@@ -408,6 +398,13 @@ fn truncate(text: &str, max: usize) -> &str {
         Some((at, _)) => &text[..at],
         None => text,
     }
+}
+
+/// The last 40 lines of a log file (empty when it cannot be read).
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 fn free_port() -> Result<u16> {
@@ -486,6 +483,13 @@ mod tests {
     fn a_server_starts_runs_sql_and_is_removed_on_drop() {
         let server = MariaDb::start().unwrap();
         assert_eq!(server.sql("SELECT 1 + 1").unwrap(), "2\n");
+        let script = server.data_dir().join("script.sql");
+        std::fs::write(&script, "SELECT 2 + 2;\nSELECT 'from a file';\n").unwrap();
+        assert_eq!(server.sql_file(&script).unwrap(), "4\nfrom a file\n");
+        std::fs::write(&script, "SELECT no_such_column;\n").unwrap();
+        let err = server.sql_file(&script).unwrap_err();
+        assert!(matches!(err, Error::CommandFailed { .. }), "{err}");
+        assert!(err.to_string().contains("script.sql"), "{err}");
         let dir = server.binlog_dir();
         assert!(server.binlog_files().unwrap()[0].starts_with(&dir));
         let socket = server.socket();

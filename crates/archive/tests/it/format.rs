@@ -280,3 +280,18 @@ fn fixture_objects_are_real_binlogs_under_their_content_ids() {
     let encrypted = Fixture::build(Scenario::Encrypted);
     assert!(encrypted.objects.keys().all(|k| !k.contains('/')));
 }
+
+#[test]
+fn a_failed_retirement_changes_nothing() {
+    // A manifest whose site cannot name an object (built in memory, never read from a store):
+    // retirement refuses, and the live rows stay where they were.
+    let valid = full_manifest();
+    let mut manifest = Manifest::new(archive_id(), "IAD");
+    manifest.files = valid.files.clone();
+    let mut other = valid.files[0].clone();
+    other.name = "mysql-bin.000043".into();
+    manifest.files.push(other);
+    let before = manifest.clone();
+    assert!(manifest.retire(|_| true).is_err());
+    assert_eq!(manifest, before);
+}

@@ -21,6 +21,13 @@ proptest! {
     }
 
     #[test]
+    fn huge_durations_are_refused(text in "[1-9][0-9]{28,40}\\.[0-9]{1,20}(h|m|s|ms|us|ns)") {
+        // At least 10^28 units (over i64::MAX seconds), some near the i128 range, with a fraction
+        // on top: refused, never an overflow.
+        prop_assert!(parse_probe_interval(&text).is_err());
+    }
+
+    #[test]
     fn slash_noise_names_the_same_archive(
         segments in proptest::collection::vec("[a-z0-9]{1,6}", 0..4),
         lead in 0usize..3,

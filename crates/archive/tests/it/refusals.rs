@@ -7,7 +7,10 @@ use bloodraven_archive::fixtures::{Fixture, GROUP_UID, PASSPHRASE, Scenario};
 use bloodraven_archive::reader::{
     FetchError, OpenError, PermissionCause, ReaderKey, ReaderOptions, check_writer_descriptor,
 };
-use bloodraven_archive::refusal::{REMEDY_LIST_EACCES, REMEDY_LIST_S3_FORBIDDEN, RefusalToken};
+use bloodraven_archive::refusal::{
+    REMEDY_DAMAGED_DESCRIPTOR, REMEDY_DAMAGED_MANIFEST, REMEDY_LIST_EACCES,
+    REMEDY_LIST_S3_FORBIDDEN, RefusalToken,
+};
 use bloodraven_archive::{Destination, Manifest, Refusal};
 
 use crate::{Failures, key_of, open_fixture, open_with};
@@ -128,6 +131,7 @@ fn version_unsupported_newer_descriptor_and_unknown_mode() {
     let refused = refusal(open_objects(&objects));
     assert_eq!(refused.token, RefusalToken::ArchiveVersionUnsupported);
     assert_eq!(refused.message, "archive.json has version 2; this release reads version 1");
+    assert_eq!(refused.remedy, RefusalToken::ArchiveVersionUnsupported.remedy());
 
     let mut objects = healthy().objects;
     edit_descriptor(&mut objects, |v| v["encryption"]["mode"] = "Kms".into());
@@ -188,6 +192,7 @@ fn version_unsupported_damaged_descriptor() {
             "{what}: {}",
             refused.message
         );
+        assert_eq!(refused.remedy, REMEDY_DAMAGED_DESCRIPTOR, "{what}");
     }
 }
 
@@ -204,6 +209,7 @@ fn version_unsupported_newer_manifest() {
     let refused = refusal(open_objects(&objects));
     assert_eq!(refused.token, RefusalToken::ArchiveVersionUnsupported);
     assert!(refused.message.starts_with("manifest-b.json is damaged"), "{}", refused.message);
+    assert_eq!(refused.remedy, REMEDY_DAMAGED_MANIFEST);
 }
 
 #[test]

@@ -4,7 +4,7 @@ use bloodraven_archive::coverage::{
     Coverage, EpisodeEnd, ForkCause, GapKind, NeededBy, WindowStop,
 };
 use bloodraven_archive::fixtures::{Fixture, Scenario, UUID_A, UUID_B, range};
-use bloodraven_archive::manifest::{RecordKind, Violation};
+use bloodraven_archive::manifest::{HistoryIntegrity, RecordKind, Violation};
 use bloodraven_gtid::GtidSet;
 use jiff::Timestamp;
 
@@ -255,4 +255,95 @@ fn synthetic_archive_is_one_history() {
     assert_eq!(window.stop, WindowStop::ArchiveHead);
     assert_eq!(window.files.len(), 990);
     assert_eq!(window.end, coverage.files.last().unwrap().end);
+}
+
+#[test]
+fn a_marked_site_does_not_stop_a_window_that_an_unmarked_copy_serves() {
+    // a's rows are also archived by replica c (a replica's binlog holds the replicated
+    // transactions with their original commit times); then a sets its marker. The spec removes
+    // only targets that need a's bytes: c's copies serve the same history.
+    let fixture = Fixture::build(Scenario::HealthyPlannedFailover);
+    let mut manifests = fixture.manifests.clone();
+    let copies = manifests["a"].files.clone();
+    manifests.get_mut("c").unwrap().files = copies;
+    manifests.get_mut("a").unwrap().history_integrity = Some(HistoryIntegrity {
+        violation: Violation::BinlogFormat,
+        detail: "binlog_format=MIXED".into(),
+        at: t(&fixture, UUID_B, 1),
+        extra: Default::default(),
+    });
+    let coverage = Coverage::from_manifests(manifests.values());
+    assert_eq!(coverage.unsafe_sites.len(), 1);
+    assert!(coverage.unsafe_sites[0].removed.is_empty());
+    let window = coverage.window(&fixture.backups["replica-c-before-failover"], &GtidSet::new());
+    assert_eq!(window.stop, WindowStop::ArchiveHead, "{:?}", window.stop);
+    assert_eq!(window.end, Some(t(&fixture, UUID_B, 20)));
+    // Without the copies, the same backup stops at a's next row.
+    manifests.get_mut("c").unwrap().files.clear();
+    let coverage = Coverage::from_manifests(manifests.values());
+    let window = coverage.window(&fixture.backups["replica-c-before-failover"], &GtidSet::new());
+    assert!(matches!(window.stop, WindowStop::UnsafeHistory { .. }), "{:?}", window.stop);
+}
+
+#[test]
+fn a_quarantined_lost_tail_still_needs_its_exclusion() {
+    // The spec: D counts archived transactions of active *or quarantined* rows, and a
+    // quarantine is not an acknowledgement. With a's lost tail A:96-100 quarantined, a backup
+    // from before the failover cannot reach b's history without excluding it.
+    let fixture = Fixture::build(Scenario::LossyFailoverFork);
+    let mut manifests = fixture.manifests.clone();
+    manifests.get_mut("a").unwrap().files.last_mut().unwrap().quarantined = true;
+    let coverage = Coverage::from_manifests(manifests.values());
+    let tail = coverage.files.iter().position(|f| f.quarantined).unwrap();
+    let before = &fixture.backups["b-before-failover"];
+    let window = coverage.window(before, &GtidSet::new());
+    match &window.stop {
+        WindowStop::DivergentHistory { theirs, file, .. } => {
+            assert_eq!(*theirs, a(96, 100));
+            assert_eq!(*file, tail);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(window.stop.token(), "PITRArchiveDivergentHistory");
+    assert_eq!(window.stop_at, Some(t(&fixture, UUID_A, 96)));
+    assert_eq!(window.end, Some(t(&fixture, UUID_A, 95)));
+    // Excluding the tail follows b's history to its head.
+    let window = coverage.window(before, &a(96, 100));
+    assert_eq!(window.stop, WindowStop::ArchiveHead);
+    assert_eq!(window.end, Some(t(&fixture, UUID_B, 50)));
+    // A backup taken on b after the failover needs no exclusion.
+    let window = coverage.window(&fixture.backups["b-after-failover"], &GtidSet::new());
+    assert_eq!(window.stop, WindowStop::ArchiveHead);
+    assert_eq!(window.end, Some(t(&fixture, UUID_B, 50)));
+    // A quarantined row that ends after the head (its site kept writing: split brain) is seen
+    // only after every row it overlaps was applied; it still caps the window.
+    let tail = manifests.get_mut("a").unwrap().files.last_mut().unwrap();
+    tail.last_event_time =
+        Some(t(&fixture, UUID_B, 50).checked_add(jiff::SignedDuration::from_secs(60)).unwrap());
+    let coverage = Coverage::from_manifests(manifests.values());
+    let window = coverage.window(before, &GtidSet::new());
+    assert!(
+        matches!(&window.stop, WindowStop::DivergentHistory { theirs, .. } if *theirs == a(96, 100)),
+        "{:?}",
+        window.stop
+    );
+    // Capped just before the tail's first commit: later targets have it in D.
+    let just_before = t(&fixture, UUID_A, 96).checked_sub(jiff::SignedDuration::from_micros(1));
+    assert_eq!(window.end, Some(just_before.unwrap()));
+}
+
+#[test]
+fn excluded_transactions_do_not_date_the_backup() {
+    // The backup holds A:1-96; A:97-100 (the rest of a's last row) are excluded. The backup's
+    // newest archived commit is A:96's (that row's start), not the row's end: an excluded
+    // transaction is not the backup's, and a later date would hide divergent rows committed
+    // in between (they would count as "before the backup").
+    let fixture = Fixture::build(Scenario::LossyFailoverFork);
+    let coverage = Coverage::from_manifests(fixture.manifests.values());
+    let backup = bloodraven_archive::BackupPoint {
+        gtid_executed: a(1, 96),
+        dump_end: t(&fixture, UUID_A, 96),
+    };
+    let window = coverage.window(&backup, &a(97, 100));
+    assert_eq!(window.backup_newest, Some(t(&fixture, UUID_A, 96)));
 }

@@ -2,8 +2,8 @@
 
 use bloodraven_binlog::{
     Compression, ErrorKind, EventBody, EventHeader, EventReader, EventType, FileEnd,
-    IncompleteReason, PayloadEvent, TransactionBody, TransactionId, TransactionSpec, Writer,
-    WriterOptions, scan,
+    IncompleteReason, LOG_EVENT_BINLOG_IN_USE_F, PayloadEvent, ScanOptions, Scanner,
+    TransactionBody, TransactionId, TransactionSpec, Writer, WriterOptions, scan,
 };
 use bloodraven_gtid::Gtid;
 
@@ -116,9 +116,8 @@ fn a_truncated_compressed_payload_leaves_coverage_incomplete() {
 
 #[test]
 fn payload_rules_orphaned_nested_unknown_compression() {
-    // Inner events of a plain (uncompressed) payload: BEGIN, a GTID, COMMIT.
-    let mut inner = Writer::without_format_description(1);
-    let _ = &mut inner;
+    // Inner events of a plain (uncompressed) payload: a whole transaction, its GTID
+    // event included (checksums off, log_pos 0).
     let mut donor = Writer::new(&WriterOptions { checksum: false, ..WriterOptions::default() });
     donor.transaction(&rows_tx(Some(Gtid::new(UUID_B, 9)), 1_000_000, 1, false)).unwrap();
     let donor = donor.into_bytes();
@@ -152,17 +151,14 @@ fn payload_rules_orphaned_nested_unknown_compression() {
     writer.transaction(&rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, 1, false)).unwrap();
     let mut spec = rows_tx(Some(Gtid::new(UUID_A, 2)), 1_000_000, 1, false);
     spec.body = TransactionBody::Statement { schema: String::new(), query: "DO 1".into() };
-    let gtid_only = {
+    let gtid_bytes = {
         let mut w = Writer::new(&WriterOptions::default());
         w.transaction(&spec).unwrap();
-        let bytes = w.into_bytes();
-        let (offset, event) = EventReader::new(&bytes).nth(1).unwrap().unwrap();
-        (event.header, offset, bytes)
+        w.into_bytes()
     };
-    let (gtid_header, gtid_offset, gtid_bytes) = gtid_only;
     let gtid_event = EventReader::new(&gtid_bytes).nth(1).unwrap().unwrap().1;
-    assert_eq!(gtid_event.header.event_type, EventType::GTID);
-    let _ = gtid_offset;
+    let gtid_header = gtid_event.header;
+    assert_eq!(gtid_header.event_type, EventType::GTID);
     writer.event(gtid_header, &gtid_event.body).unwrap();
     writer
         .event(payload_header(1), &EventBody::TransactionPayload(payload(Compression::None)))
@@ -289,4 +285,113 @@ fn coverage_rules() {
         summary.coverage.incomplete.unwrap().reason,
         IncompleteReason::UnterminatedTransaction
     );
+}
+
+/// The server computes the format description's CRC with the in-use flag clear,
+/// sets the flag while the file is open and clears it in place on close: a file
+/// with the flag set (the active binlog, or the last one before a crash) is not
+/// a checksum mismatch, but any other flipped flag bit still is.
+#[test]
+fn the_in_use_flag_is_outside_the_format_description_checksum() {
+    let sealed = sample_file();
+    let flags_at = 4 + 17;
+    let mut active = sealed.clone();
+    active[flags_at] |= LOG_EVENT_BINLOG_IN_USE_F as u8;
+    let summary = scan(&active);
+    assert_eq!(summary.problem, None);
+    assert!(summary.coverage.is_complete(), "{:?}", summary.coverage.incomplete);
+    assert_eq!(summary.transactions, scan(&sealed).transactions);
+
+    let mut damaged = sealed.clone();
+    damaged[flags_at] |= 0x02;
+    let problem = scan(&damaged).problem.unwrap();
+    assert_eq!((problem.offset(), problem.event_type()), (4, Some(EventType::FORMAT_DESCRIPTION)));
+    assert!(matches!(problem.kind(), ErrorKind::ChecksumMismatch { .. }), "{problem}");
+
+    // Only the format description is special: the flag bit elsewhere is damage.
+    let second = EventReader::new(&sealed).nth(1).unwrap().unwrap().0 as usize;
+    let mut damaged = sealed.clone();
+    damaged[second + 17] |= LOG_EVENT_BINLOG_IN_USE_F as u8;
+    assert_eq!(scan(&damaged).problem.unwrap().offset(), second as u64);
+
+    // The writer checksums a format description with the flag as the server does.
+    let mut writer = Writer::without_format_description(1);
+    for item in EventReader::new(&active) {
+        let (_, event) = item.unwrap();
+        writer.event(event.header, &event.body).unwrap();
+    }
+    assert_eq!(writer.into_bytes(), active);
+}
+
+/// Rewrites the TRANSACTION_PAYLOAD of a one-transaction compressed file with
+/// `payload` (and its declared uncompressed size).
+fn with_payload(payload: &[u8], uncompressed_size: Option<u64>) -> (Vec<u8>, u64) {
+    let mut good = Writer::new(&WriterOptions::default());
+    good.transaction(&rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, 2, true)).unwrap();
+    let good = good.into_bytes();
+    let mut writer = Writer::without_format_description(1);
+    let mut payload_offset = 0;
+    for item in EventReader::new(&good) {
+        let (_, event) = item.unwrap();
+        match &event.body {
+            EventBody::TransactionPayload(original) => {
+                let replaced = PayloadEvent { payload, uncompressed_size, ..*original };
+                let body = EventBody::TransactionPayload(replaced);
+                payload_offset = writer.event(event.header, &body).unwrap();
+            }
+            body => {
+                writer.event(event.header, body).unwrap();
+            }
+        }
+    }
+    (writer.into_bytes(), payload_offset)
+}
+
+/// A payload's decompressed size is capped by `ScanOptions::max_payload_size`,
+/// whether it declares a size or not: a small event cannot make the scanner
+/// allocate without bound, and an over-limit payload leaves coverage incomplete.
+#[test]
+fn decompression_is_bounded() {
+    let limit = 1 << 20;
+    let options = ScanOptions { max_payload_size: limit };
+    let scan_with = |bytes: &[u8]| {
+        let mut scanner = Scanner::new(options);
+        scanner.feed(bytes);
+        scanner.finish()
+    };
+    let payload_reason = |bytes: &[u8]| {
+        let summary = scan_with(bytes);
+        assert_eq!(summary.problem, None, "the file itself parses");
+        assert!(summary.coverage.gtids.is_empty(), "an unproven transaction is not covered");
+        let incomplete = summary.coverage.incomplete.unwrap();
+        assert_eq!(incomplete.event_type, Some(EventType::TRANSACTION_PAYLOAD));
+        match incomplete.reason {
+            IncompleteReason::MalformedPayload(reason) => (incomplete.offset, reason),
+            other => panic!("{other:?}"),
+        }
+    };
+    // 64 MiB of zeros compress to a few KiB.
+    let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 3).unwrap();
+    assert!(bomb.len() < 64 << 10);
+
+    // Declared beyond the limit: refused before anything is allocated.
+    let (bytes, at) = with_payload(&bomb, Some(u64::MAX));
+    let (offset, reason) = payload_reason(&bytes);
+    assert_eq!(offset, at);
+    assert_eq!(reason, format!("declared size {} exceeds the {limit}-byte limit", u64::MAX));
+
+    // Declared within the limit but the stream holds more: zstd stops at the buffer.
+    let (bytes, _) = with_payload(&bomb, Some(1000));
+    let (_, reason) = payload_reason(&bytes);
+    assert!(reason.starts_with("zstd: "), "{reason}");
+
+    // No declared size: the stream is read up to the limit and no further.
+    let (bytes, _) = with_payload(&bomb, None);
+    let (_, reason) = payload_reason(&bytes);
+    assert_eq!(reason, format!("decompresses to more than {limit} bytes"));
+
+    // A small stream without a declared size decodes; its content is then parsed.
+    let (bytes, _) = with_payload(&zstd::bulk::compress(b"short", 3).unwrap(), None);
+    let (_, reason) = payload_reason(&bytes);
+    assert!(reason.contains("event at payload byte 0"), "{reason}");
 }

@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use bloodraven_binlog::{
-    ChecksumAlgorithm, EventReader, EventType, FileEnd, Flavor, Terminator, TransactionId, scan,
+    ChecksumAlgorithm, EventReader, EventType, FileEnd, Flavor, LOG_EVENT_BINLOG_IN_USE_F,
+    Terminator, TransactionId, scan,
 };
 use bloodraven_gtid::MariaGtid;
 use bloodraven_testkit::{MariaDb, mariadb_binlog, run_checked};
@@ -167,4 +168,41 @@ fn strip_xid(terminator: Terminator) -> Terminator {
         Terminator::Xid(_) => Terminator::Xid(0),
         other => other,
     }
+}
+
+/// The binlog the server still has open: its format description carries the
+/// in-use flag, which the server leaves out of that event's checksum. And
+/// `ROLLBACK TO SAVEPOINT` inside a transaction (logged as a QUERY event when the
+/// transaction touched a non-transactional table) does not end the transaction:
+/// the XID after it does.
+#[test]
+fn active_file_with_a_savepoint_rollback_parses_completely() {
+    let server = MariaDb::start().unwrap();
+    server
+        .sql(
+            "CREATE DATABASE d;
+             CREATE TABLE d.t (id INT PRIMARY KEY) ENGINE=InnoDB;
+             CREATE TABLE d.m (id INT) ENGINE=MyISAM;
+             BEGIN; INSERT INTO d.t VALUES (1); SAVEPOINT s; INSERT INTO d.m VALUES (1);
+             INSERT INTO d.t VALUES (2); ROLLBACK TO SAVEPOINT s; INSERT INTO d.t VALUES (3);
+             COMMIT;",
+        )
+        .unwrap();
+    let files = server.binlog_files().unwrap();
+    let path = files.last().unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let fde_flags = u16::from_le_bytes([bytes[4 + 17], bytes[4 + 18]]);
+    assert_ne!(fde_flags & LOG_EVENT_BINLOG_IN_USE_F, 0, "the server still has the file open");
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("ROLLBACK TO"), "the workload must log a ROLLBACK TO query");
+    let summary = scan(&bytes);
+    assert_eq!(summary.problem, None);
+    assert!(summary.coverage.is_complete(), "{:?}", summary.coverage.incomplete);
+    let last = summary.transactions.last().unwrap();
+    assert!(matches!(last.terminator, Some(Terminator::Xid(_))), "{last:?}");
+    assert_eq!(summary.end, FileEnd::CleanBoundary);
+    let gtids: Vec<String> = dump(path).gtids;
+    let covered: Vec<String> =
+        summary.coverage.maria_gtids.iter().map(MariaGtid::to_string).collect();
+    assert_eq!(covered, gtids);
 }

@@ -218,3 +218,33 @@ fn rows_written_as_blob_rows_are_exactly_sized() {
     let err = writer.transaction(&spec).unwrap_err();
     assert!(err.to_string().contains("exceeds a BLOB"), "{err}");
 }
+
+/// The writer refuses what it cannot write faithfully instead of producing a file
+/// the parser rejects or reads back differently.
+#[test]
+fn the_writer_refuses_unrepresentable_transactions() {
+    let mut writer = Writer::new(&WriterOptions::default());
+    let start = writer.position();
+    for gno in [0, bloodraven_gtid::MAX_GNO + 1, u64::MAX] {
+        let err = writer.transaction(&rows_tx(Some(Gtid::new(UUID_A, gno)), 1, 1, false));
+        let err = err.unwrap_err();
+        assert_eq!(err.offset(), start);
+        assert!(err.to_string().contains(&format!("GTID number {gno} is out of range")), "{err}");
+    }
+    let mut spec = rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, 1, false);
+    spec.original_commit_us = 1 << 55;
+    let err = writer.transaction(&spec).unwrap_err();
+    assert!(err.to_string().contains("original commit time"), "{err}");
+    assert_eq!(writer.position(), start, "nothing was written");
+    // The largest values still round-trip.
+    spec.gtid = Some(Gtid::new(UUID_A, bloodraven_gtid::MAX_GNO));
+    spec.original_commit_us = (1 << 55) - 1;
+    writer.transaction(&spec).unwrap();
+    let summary = scan(writer.bytes());
+    assert_eq!(summary.problem, None);
+    assert_eq!(summary.transactions[0].original_commit_us, Some((1 << 55) - 1));
+    assert_eq!(
+        summary.coverage.gtids.to_string(),
+        format!("{UUID_A}:{}", bloodraven_gtid::MAX_GNO)
+    );
+}

@@ -183,10 +183,11 @@ pub struct PointInTimeResult {
     /// The last replayed file, `<site>/<binlog>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_file: Option<String>,
-    /// The newest replayed commit time (microsecond precision).
+    /// The newest replayed commit time (RFC 3339, microsecond precision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
-    pub newest_replayed_commit_time: Option<jiff::Timestamp>,
+    // Kept as written, so a read-modify-write changes no byte (and a value this version cannot
+    // parse does not make the status unreadable); `newest_replayed_commit_timestamp` parses it.
+    pub newest_replayed_commit_time: Option<String>,
     /// Transactions off the target history that excludeGtids left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded_divergent_transaction_count: Option<i64>,
@@ -208,6 +209,14 @@ pub struct PointInTimeResult {
     /// Fields a newer operator wrote that this version does not know.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl PointInTimeResult {
+    /// [`PointInTimeResult::newest_replayed_commit_time`] as an instant: `None` when unset, an
+    /// error when it is not an RFC 3339 timestamp.
+    pub fn newest_replayed_commit_timestamp(&self) -> Option<Result<jiff::Timestamp, jiff::Error>> {
+        self.newest_replayed_commit_time.as_deref().map(str::parse)
+    }
 }
 
 open_enum! {

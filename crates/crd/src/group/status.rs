@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     EncryptionMode, PlannedFailoverHold, PlannedFailoverStatus, RestoreInPlaceStatus,
-    RestoreOfflineFence, RestoreReclones, RestoreStatus,
+    RestoreOfflineFence, RestoreReclones, RestoreStatus, StorageType,
 };
 use crate::Extra;
 use crate::backup::BackupPhase;
@@ -309,6 +309,14 @@ pub struct ArchiverSummary {
     /// The last error; a refusal starts with its token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The archive store's type (S3 or PVC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // A spec enum, but status is open: an older CRD must accept a newer sidecar's value.
+    #[schemars(with = "Option<String>")]
+    pub storage_type: Option<StorageType>,
+    /// The prefix under which the site's manifests are written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_prefix: Option<String>,
     /// The oldest archived time in the site's manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_archived_time: Option<Time>,

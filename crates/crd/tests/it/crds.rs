@@ -5,9 +5,10 @@ use crate::{crd_directory, schema};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
-#[test]
-fn committed_crds_are_fresh() {
-    let directory = crd_directory();
+/// The files under `directory` that `cargo xtask codegen` would write or remove: a CRD file
+/// that differs from what the types generate or is absent, and a generated file (one that
+/// starts with the header) that no CRD writes any more.
+fn stale_files(directory: &std::path::Path) -> Vec<String> {
     let mut stale = Vec::new();
     for (file_name, crd) in bloodraven_crd::all_crds() {
         let expected = format!(
@@ -17,20 +18,58 @@ fn committed_crds_are_fresh() {
         );
         let committed = std::fs::read_to_string(directory.join(file_name)).unwrap_or_default();
         if committed != expected {
-            stale.push(file_name);
+            stale.push(file_name.to_owned());
         }
     }
-    for entry in std::fs::read_dir(&directory).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if !bloodraven_crd::all_crds().iter().any(|(file_name, _)| *file_name == name) {
-            stale.push(Box::leak(name.into_boxed_str()));
+    let mut retired = Vec::new();
+    for entry in std::fs::read_dir(directory).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let known = bloodraven_crd::all_crds().iter().any(|(file_name, _)| *file_name == name);
+        // The rule of `cargo xtask codegen`: it removes a `.yaml` file that starts with the
+        // header and that no CRD writes; it leaves every other file alone.
+        let generated = path.extension().is_some_and(|extension| extension == "yaml")
+            && std::fs::read_to_string(&path)
+                .is_ok_and(|text| text.starts_with(bloodraven_crd::GENERATED_HEADER));
+        if !known && generated {
+            retired.push(name);
         }
     }
+    retired.sort();
+    stale.extend(retired);
+    stale
+}
+
+#[test]
+fn committed_crds_are_fresh() {
+    let stale = stale_files(&crd_directory());
     assert!(
         stale.is_empty(),
         "deploy/crds is stale ({}): run `cargo xtask codegen` and commit the result",
         stale.join(", ")
     );
+}
+
+/// The freshness check asks for exactly what `cargo xtask codegen` fixes: a file codegen
+/// neither writes nor removes (a README, a hand-written manifest) is not called stale.
+#[test]
+fn freshness_flags_only_what_codegen_fixes() {
+    let directory =
+        std::env::temp_dir().join(format!("bloodraven-crd-freshness-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    for (file_name, _) in bloodraven_crd::all_crds() {
+        std::fs::copy(crd_directory().join(file_name), directory.join(file_name)).unwrap();
+    }
+    std::fs::write(directory.join("README.md"), "hand-written\n").unwrap();
+    std::fs::write(directory.join("kustomization.yaml"), "resources: []\n").unwrap();
+    std::fs::write(
+        directory.join("mysqlretired.shipstream.io.yaml"),
+        format!("{}kind: CustomResourceDefinition\n", bloodraven_crd::GENERATED_HEADER),
+    )
+    .unwrap();
+    let stale = stale_files(&directory);
+    std::fs::remove_dir_all(&directory).unwrap();
+    assert_eq!(stale, ["mysqlretired.shipstream.io.yaml"]);
 }
 
 #[test]
@@ -231,4 +270,249 @@ fn status_tokens_are_open_in_the_schema() {
         found.retain(|path| path != "status.conditions[].status");
         assert_eq!(found, Vec::<String>::new(), "{file_name}: closed enums in status");
     }
+}
+
+/// Whether a dotted path (`[]` steps into list items) names a property of the schema.
+fn has_path(schema: &serde_json::Value, path: &str) -> bool {
+    let mut node = schema;
+    for step in path.split('.') {
+        node = match step {
+            "[]" => &node["items"],
+            name => &node["properties"][name],
+        };
+        if node.is_null() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Every field the issue and the spec documents name, by its JSON name: a renamed or dropped
+/// field fails here, not in a console that cannot find it.
+#[test]
+fn every_field_the_spec_names_is_in_the_schema() {
+    let group_paths = [
+        // spec
+        "spec.sites.[].name",
+        "spec.sites.[].serverID",
+        "spec.sites.[].role",
+        "spec.sites.[].zone",
+        "spec.sites.[].taintNodeSelector",
+        "spec.sites.[].loadBalancerIP",
+        "spec.sites.[].storage",
+        "spec.sites.[].mysqlConf",
+        "spec.sites.[].serviceTemplate",
+        "spec.mysqlConf",
+        "spec.splitBrainPolicy.sitePriorities",
+        "spec.replication.maxLagSeconds",
+        "spec.replication.readOnlyMaxLagSeconds",
+        "spec.failoverCooldown",
+        "spec.plannedFailover.maxLagWait",
+        "spec.plannedFailover.drainTimeout",
+        "spec.plannedFailover.onCooldown",
+        "spec.dragonfly.enabled",
+        "spec.dragonfly.plannedFailover.maxSyncWait",
+        "spec.dragonfly.plannedFailover.onSyncTimeout",
+        "spec.sidecar.leaseTimeout",
+        "spec.credentials",
+        "spec.dns",
+        "spec.backup.image",
+        "spec.backup.maxLagSecondsForSource",
+        "spec.backup.retry",
+        "spec.backup.profiles.[].retention.keepLast",
+        "spec.backup.profiles.[].retention.keepWithinDays",
+        "spec.backup.profiles.[].retention.keepFailed",
+        "spec.backup.profiles.[].storage.type",
+        "spec.backup.profiles.[].storage.s3",
+        "spec.backup.profiles.[].storage.pvc.provisioned",
+        "spec.backup.profiles.[].storage.pvc.claimName",
+        "spec.backup.profiles.[].storage.pvc.subPath",
+        "spec.backup.profiles.[].dump",
+        "spec.backup.profiles.[].encryption",
+        "spec.backup.profiles.[].verification",
+        "spec.backup.schedules",
+        "spec.backup.pitr.enabled",
+        "spec.backup.pitr.profileName",
+        "spec.backup.pitr.maxBinlogSize",
+        "spec.initFromBackup.source.backupRef",
+        "spec.initFromBackup.source.s3",
+        "spec.initFromBackup.source.pvc",
+        "spec.initFromBackup.loadOptions",
+        "spec.initFromBackup.pointInTime.stopTime",
+        "spec.initFromBackup.pointInTime.archiveProfileName",
+        "spec.initFromBackup.pointInTime.allowPartial",
+        "spec.initFromBackup.pointInTime.excludeGtids",
+        "spec.initFromBackup.decryption",
+        "spec.restoreInPlace.confirm",
+        "spec.restoreInPlace.source",
+        "spec.restoreInPlace.loadOptions",
+        // status
+        "status.activeSite",
+        "status.sites.[].state",
+        "status.sites.[].lastSeen",
+        "status.sites.[].gtidExecuted",
+        "status.sites.[].replicating",
+        "status.sites.[].secondsBehindSource",
+        "status.sites.[].sourceConvergenceState",
+        "status.sites.[].sourceConvergenceReason",
+        "status.conditions",
+        "status.lastFailover.time",
+        "status.lastFailover.target",
+        "status.lastFailover.promotionGtidExecuted",
+        "status.plannedFailover.runID",
+        "status.plannedFailover.revision",
+        "status.plannedFailover.phase",
+        "status.plannedFailover.targetSite",
+        "status.plannedFailover.sourceSite",
+        "status.plannedFailover.settings.maxLagWait",
+        "status.plannedFailover.settings.drainTimeout",
+        "status.plannedFailover.settings.dragonfly.maxSyncWait",
+        "status.plannedFailover.settings.dragonfly.onSyncTimeout",
+        "status.plannedFailover.startTime",
+        "status.plannedFailover.claimTime",
+        "status.plannedFailover.claimBaseline.time",
+        "status.plannedFailover.claimBaseline.target",
+        "status.plannedFailover.admission.deadlineTime",
+        "status.plannedFailover.admission.waitReason",
+        "status.plannedFailover.admission.deferReason",
+        "status.plannedFailover.admission.retryTime",
+        "status.plannedFailover.fence.state",
+        "status.plannedFailover.fence.intentTime",
+        "status.plannedFailover.fence.sourceServerUUID",
+        "status.plannedFailover.fence.applyTime",
+        "status.plannedFailover.fence.gtidSet",
+        "status.plannedFailover.drain.startTime",
+        "status.plannedFailover.drain.completionTime",
+        "status.plannedFailover.drain.remainingConnections",
+        "status.plannedFailover.lagWait.startTime",
+        "status.plannedFailover.lagWait.catchUpTime",
+        "status.plannedFailover.dragonfly.syncWaitStartTime",
+        "status.plannedFailover.dragonfly.sourceOffsetState",
+        "status.plannedFailover.dragonfly.sourceOffset",
+        "status.plannedFailover.dragonfly.syncWaitSeconds",
+        "status.plannedFailover.dragonfly.takeover.state",
+        "status.plannedFailover.dragonfly.takeover.intentTime",
+        "status.plannedFailover.dragonfly.takeover.completionTime",
+        "status.plannedFailover.dragonfly.takeover.method",
+        "status.plannedFailover.dragonfly.takeover.targetOffset",
+        "status.plannedFailover.dragonfly.sessions",
+        "status.plannedFailover.dragonfly.reason",
+        "status.plannedFailover.promotion.state",
+        "status.plannedFailover.promotion.intentTime",
+        "status.plannedFailover.promotion.targetServerUUID",
+        "status.plannedFailover.promotion.confirmationTime",
+        "status.plannedFailover.promotion.warnings",
+        "status.plannedFailover.dns.state",
+        "status.plannedFailover.dns.attemptTime",
+        "status.plannedFailover.dns.lastError",
+        "status.plannedFailover.rollback.reason",
+        "status.plannedFailover.rollback.intentTime",
+        "status.plannedFailover.result.outcome",
+        "status.plannedFailover.result.reason",
+        "status.plannedFailover.result.warnings",
+        "status.plannedFailover.result.completionTime",
+        "status.plannedFailover.message",
+        "status.plannedFailoverHold.runID",
+        "status.plannedFailoverHold.reason",
+        "status.plannedFailoverHold.sourceSite",
+        "status.plannedFailoverHold.targetSite",
+        "status.plannedFailoverHold.ambiguousSites",
+        "status.plannedFailoverHold.holdTime",
+        "status.restoreReclones.phase",
+        "status.restoreReclones.pending",
+        "status.restoreReclones.fencedGtidExecuted",
+        "status.restoreReclones.failures",
+        "status.restoreOfflineFence.runID",
+        "status.restoreOfflineFence.priorOfflineMode",
+        "status.restoreInPlace.phase",
+        "status.restoreInPlace.confirmTokenUsed",
+        "status.restoreInPlace.runConfirm",
+        "status.restoreInPlace.jobCreating",
+        "status.restoreInPlace.jobName",
+        "status.restoreInPlace.targetSite",
+        "status.restoreInPlace.scope",
+        "status.restoreInPlace.message",
+        "status.restore.phase",
+        "status.restore.reason",
+        "status.restore.message",
+        "status.restore.targetSite",
+        "status.restore.provenance.pointInTime.outcome",
+        "status.restore.provenance.pointInTime.newestReplayedCommitTime",
+        "status.pitr.archive.destination",
+        "status.pitr.archive.archiveID",
+        "status.pitr.archive.encryptionMode",
+        "status.pitr.archive.state",
+        "status.pitr.archive.reason",
+        "status.pitr.archive.keyRevision",
+        "status.pitr.archive.observedTime",
+        "status.pitr.oldestArchivedTime",
+        "status.pitr.newestArchivedTime",
+        // The sidecar's GET /archiver/status fields ("Observability").
+        "status.pitr.sites.[].site",
+        "status.pitr.sites.[].enabled",
+        "status.pitr.sites.[].storeReady",
+        "status.pitr.sites.[].primary",
+        "status.pitr.sites.[].lastScanAt",
+        "status.pitr.sites.[].filesArchived",
+        "status.pitr.sites.[].lastError",
+        "status.pitr.sites.[].storageType",
+        "status.pitr.sites.[].manifestPrefix",
+        "status.pitr.sites.[].uploadFailures",
+        "status.pitr.sites.[].consecutiveFailedScans",
+        "status.pitr.sites.[].archive.archiveID",
+        "status.pitr.sites.[].promotionRecordedAt",
+        "status.pitr.sites.[].historyIntegrity.violation",
+        "status.pitr.sites.[].historyIntegrity.detail",
+        "status.pitr.sites.[].historyIntegrity.at",
+        "status.pitr.sites.[].divergentRows",
+        "status.pitr.sites.[].quarantinedRows",
+        "status.backupSchedules.[].retryConflict",
+        "status.backupSchedules.[].lastSuccessfulBackupName",
+        "status.backupSchedules.[].lastRetryAttempt",
+        "status.backupSchedules.[].nextRetryTime",
+    ];
+    let backup_paths = [
+        "spec.failoverGroupRef",
+        "spec.profileName",
+        "spec.sourceSite",
+        "spec.deletionPolicy",
+        "status.phase",
+        "status.conditions",
+        "status.startTime",
+        "status.completionTime",
+        "status.attempt",
+        "status.artifactStorage.location",
+        "status.artifactStorage.passphraseSecretKeyRef",
+        "status.gtidExecuted",
+        "status.binlogFile",
+        "status.binlogPos",
+        "status.sizeBytes",
+        "status.failoverGroupUID",
+        "status.pitrArchiveID",
+        "status.cleanupStartTime",
+    ];
+    let verification_paths = [
+        "spec.failoverGroupRef",
+        "spec.profileName",
+        "spec.pointInTime.mode",
+        "spec.pointInTime.stopTime",
+        "spec.pointInTime.excludeGtids",
+        "status.conditions",
+        "status.pointInTime.outcome",
+    ];
+    let mut missing = Vec::new();
+    for (file_name, paths) in [
+        ("mysqlfailovergroups.shipstream.io.yaml", &group_paths[..]),
+        ("mysqlbackups.shipstream.io.yaml", &backup_paths[..]),
+        ("mysqlbackupverifications.shipstream.io.yaml", &verification_paths[..]),
+    ] {
+        let schema = schema(file_name);
+        missing.extend(
+            paths
+                .iter()
+                .filter(|path| !has_path(&schema, path))
+                .map(|p| format!("{file_name}: {p}")),
+        );
+    }
+    assert!(missing.is_empty(), "fields the spec names are missing:\n{}", missing.join("\n"));
 }

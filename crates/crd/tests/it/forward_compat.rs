@@ -180,3 +180,36 @@ fn outcome_metric_labels_are_kebab_case() {
     );
     assert_eq!(PlannedFailoverOutcome::Succeeded.metric_label(), "succeeded");
 }
+
+/// A PITR commit time is kept as the operator wrote it: a read-modify-write neither drops
+/// trailing zeros nor rewrites an offset, and a value this version cannot parse does not make
+/// the whole status unreadable.
+#[test]
+fn point_in_time_commit_times_keep_their_text() {
+    for written in [
+        "2026-04-20T14:32:09.120000Z",
+        "2026-04-20T14:32:09.123456+00:00",
+        "2026-04-20T14:32:09Z",
+        "not-a-time-v9",
+    ] {
+        let verification = json!({
+            "pointInTime": {"outcome": "TargetCovered", "newestReplayedCommitTime": written},
+        });
+        let typed: MysqlBackupVerificationStatus =
+            serde_json::from_value(verification.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), verification, "{written}");
+    }
+}
+
+#[test]
+fn point_in_time_commit_times_parse_on_demand() {
+    let result: PointInTimeResult = serde_json::from_value(
+        json!({"newestReplayedCommitTime": "2026-04-20T14:32:09.123456+00:00"}),
+    )
+    .unwrap();
+    let parsed = result.newest_replayed_commit_timestamp().unwrap().unwrap();
+    assert_eq!(parsed.to_string(), "2026-04-20T14:32:09.123456Z");
+    let garbled: PointInTimeResult =
+        serde_json::from_value(json!({"newestReplayedCommitTime": "not-a-time-v9"})).unwrap();
+    assert!(garbled.newest_replayed_commit_timestamp().unwrap().is_err());
+}

@@ -6,7 +6,9 @@
 //!   watcher (410 recovery, dropped streams), a reflector store and a toy Controller;
 //! - `kubectl`: Debian's kubectl 1.20 and the machine's kubectl against a CRD-backed object;
 //! - `faults`: fault injection, pause, identities and the request log;
-//! - `snapshot`: persistence across a restart.
+//! - `snapshot`: persistence across a restart;
+//! - `review`: refusals and effects the lab once lacked (SSA preconditions, selector syntax,
+//!   kind checks on PUT, the generation bump of deletion).
 
 // Test helpers unwrap like the tests themselves (clippy.toml's allow-unwrap-in-tests covers
 // only `#[test]` functions, not the helpers they call).
@@ -16,6 +18,7 @@ mod crud;
 mod faults;
 mod kubectl;
 mod patch;
+mod review;
 mod snapshot;
 mod status;
 mod support;

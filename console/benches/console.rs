@@ -1,0 +1,181 @@
+//! Console benchmarks: frame build (1,000-group fleet list, 16-site detail), data event to
+//! frame (update + draw), and cold start to the first complete `fleet-1000` frame against the
+//! lab API server next to `kubectl get mfg -A -o json` on the same server.
+
+use std::time::{Duration, Instant};
+
+use bloodraven_console::lab::RunningLab;
+use bloodraven_console::scenarios;
+use bloodraven_console::tui::action::{Action, Change, DataEvent, Intent};
+use bloodraven_console::tui::app::{Options, run};
+use bloodraven_console::tui::state::{Scope, State};
+use bloodraven_console::tui::update::update;
+use bloodraven_console::tui::view::render;
+use bloodraven_crd::MysqlFailoverGroup;
+use criterion::{Criterion, criterion_group, criterion_main};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+
+fn now() -> jiff::Timestamp {
+    scenarios::SCENARIO_EPOCH.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+fn groups(objects: Vec<serde_json::Value>) -> Vec<MysqlFailoverGroup> {
+    objects.into_iter().filter_map(|object| serde_json::from_value(object).ok()).collect()
+}
+
+fn state_with(groups: Vec<MysqlFailoverGroup>) -> State {
+    let mut state = State::new(now(), "bench", Scope::All);
+    update(&mut state, Action::Data(DataEvent::Groups(Change::Restarted(groups))));
+    state
+}
+
+fn sixteen_sites() -> MysqlFailoverGroup {
+    let names: Vec<String> = (0..16).map(|index| format!("site-{index:02}")).collect();
+    let spec_sites: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| json!({ "name": name, "serverID": index + 1, "role": if index < 2 { "PrimaryCandidate" } else { "ReadOnly" } }))
+        .collect();
+    let status_sites: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            json!({
+                "name": name,
+                "state": if index == 0 { "writable" } else { "read-only" },
+                "gtidExecuted": format!("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-{}", 1_000_000 - index),
+                "replicating": index != 0,
+                "secondsBehindSource": index,
+                "lastSeen": "2026-04-20T14:39:58Z",
+            })
+        })
+        .collect();
+    let object = json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "metadata": { "name": "wide", "namespace": "bench" },
+        "spec": { "sites": spec_sites },
+        "status": {
+            "activeSite": "site-00",
+            "sites": status_sites,
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "Healthy", "message": "fine" }],
+        },
+    });
+    serde_json::from_value(object).unwrap_or_else(|error| panic!("16-site group: {error}"))
+}
+
+fn frames(c: &mut Criterion) {
+    let fleet = state_with(groups(scenarios::fleet(scenarios::FLEET_SIZE)));
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+    c.bench_function("frame/fleet-1000 list 120x36", |b| {
+        b.iter(|| terminal.draw(|frame| render(&fleet, frame)).map(|_| ()))
+    });
+
+    let mut detail = state_with(vec![sixteen_sites()]);
+    update(&mut detail, Action::Input(Intent::Open));
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+    c.bench_function("frame/16-site detail 120x36", |b| {
+        b.iter(|| terminal.draw(|frame| render(&detail, frame)).map(|_| ()))
+    });
+
+    let mut state = state_with(groups(scenarios::fleet(scenarios::FLEET_SIZE)));
+    let mut changed = groups(scenarios::fleet(1)).remove(0);
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+    let mut generation = 0_i64;
+    c.bench_function("event/apply one group + redraw (fleet-1000)", |b| {
+        b.iter(|| {
+            generation += 1;
+            changed.metadata.generation = Some(generation);
+            update(
+                &mut state,
+                Action::Data(DataEvent::Groups(Change::Applied(Box::new(changed.clone())))),
+            );
+            terminal.draw(|frame| render(&state, frame)).map(|_| ())
+        })
+    });
+}
+
+fn kubectl() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("BLOODRAVEN_KUBECTL_1_20") {
+        return Some(path.into());
+    }
+    let extracted = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tools/kubernetes-client/usr/bin/kubectl");
+    extracted.is_file().then_some(extracted)
+}
+
+/// Cold start: a new client, watchers and the app, until a frame lists all 1,000 groups.
+fn cold_start(c: &mut Criterion) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let running = runtime
+        .block_on(RunningLab::start("fleet-1000", jiff::Timestamp::now()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = running.kubeconfig();
+    let mut group = c.benchmark_group("cold start fleet-1000");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    group.bench_function("console: connect to first complete frame", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let started = Instant::now();
+                runtime.block_on(async {
+                    let (client, _) = bloodraven_console::client::connect(Some(&kubeconfig), None)
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let (done_sender, done) = tokio::sync::oneshot::channel::<()>();
+                    let mut done_sender = Some(done_sender);
+                    let mut terminal =
+                        Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+                    let options =
+                        Options { context: "bench".to_owned(), scope: Scope::All, no_color: true };
+                    let on_draw = move |buffer: &ratatui::buffer::Buffer| {
+                        let first_row: String =
+                            buffer.content().iter().take(240).map(|cell| cell.symbol()).collect();
+                        if first_row.contains("(1000 of 1000)")
+                            && let Some(sender) = done_sender.take()
+                        {
+                            let _ = sender.send(());
+                        }
+                    };
+                    let shutdown = async move {
+                        let _ = done.await;
+                    };
+                    run(
+                        &mut terminal,
+                        client,
+                        options,
+                        futures::stream::pending(),
+                        on_draw,
+                        shutdown,
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                });
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+    if let Some(kubectl) = kubectl() {
+        group.bench_function("kubectl get mfg -A -o json", |b| {
+            b.iter(|| {
+                let output = std::process::Command::new(&kubectl)
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args(["get", "mysqlfailovergroups.shipstream.io", "-A", "-o", "json"])
+                    .output()
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+                output.stdout.len()
+            })
+        });
+    }
+    group.finish();
+    let _ = runtime.block_on(running.stop());
+}
+
+criterion_group!(benches, frames, cold_start);
+criterion_main!(benches);
