@@ -383,9 +383,11 @@ pub struct Window {
     pub end: Option<Timestamp>,
     /// The newest archived commit of a backup transaction (a lower bound from hints).
     pub backup_newest: Option<Timestamp>,
-    /// The state reached at `end` (backup, exclusions and replayed rows).
+    /// The state the walk reached (backup, exclusions and replayed rows). When `end` is capped
+    /// before the stop (an overlapping divergent or quarantined row), rows that end after the
+    /// cap are included: the state at `end` itself is a prefix of theirs.
     pub reached: GtidSet,
-    /// Rows replayed to reach it.
+    /// Rows the walk replayed (see `reached`).
     pub files: Vec<usize>,
     /// Why it stops.
     pub stop: WindowStop,

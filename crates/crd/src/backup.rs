@@ -4,7 +4,6 @@
 // function to build its schema; rustc reports those copies as unreachable `pub` items.
 #![allow(unreachable_pub, reason = "KubeSchema derive copies pub structs into a private scope")]
 
-use k8s_openapi::api::core::v1::SecretKeySelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -161,7 +160,25 @@ pub struct ArtifactStorage {
     pub claim_name: Option<String>,
     /// The dump-key snapshot Secret of an encrypted backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passphrase_secret_key_ref: Option<SecretKeySelector>,
+    pub passphrase_secret_key_ref: Option<RecordedSecretKeyRef>,
+    /// Fields a newer operator wrote that this version does not know.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.artifactStorage.passphraseSecretKeyRef`: a key of a Secret, as the operator recorded
+/// it. The shape of `SecretKeySelector`, but a status record: a newer operator's fields survive.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedSecretKeyRef {
+    /// The Secret's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The key in the Secret.
+    pub key: String,
+    /// Whether the Secret or its key may be absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
     /// Fields a newer operator wrote that this version does not know.
     #[serde(flatten)]
     pub extra: Extra,

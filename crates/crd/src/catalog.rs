@@ -65,11 +65,13 @@ pub enum Kind {
     ArtifactCleanup,
     /// The cleanup Job's termination-message verdicts.
     ArtifactCleanupVerdict,
+    /// The Events of artifact cleanup and retention on a `MysqlBackup`.
+    ArtifactCleanupEvent,
 }
 
 impl Kind {
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 20] = [
+    pub const ALL: [Kind; 21] = [
         Kind::PlannedFailoverPhase,
         Kind::PlannedFailoverLegacyPhase,
         Kind::PlannedFailoverOutcome,
@@ -90,6 +92,7 @@ impl Kind {
         Kind::RestoreInPlace,
         Kind::ArtifactCleanup,
         Kind::ArtifactCleanupVerdict,
+        Kind::ArtifactCleanupEvent,
     ];
 
     /// The kind's name in kebab case; also its fixture file's stem.
@@ -115,6 +118,7 @@ impl Kind {
             Kind::RestoreInPlace => "restore-in-place",
             Kind::ArtifactCleanup => "artifact-cleanup",
             Kind::ArtifactCleanupVerdict => "artifact-cleanup-verdict",
+            Kind::ArtifactCleanupEvent => "artifact-cleanup-event",
         }
     }
 
@@ -146,6 +150,7 @@ impl Kind {
             Kind::RestoreInPlace => restore::RESTORE_IN_PLACE,
             Kind::ArtifactCleanup => artifact_cleanup::REASONS,
             Kind::ArtifactCleanupVerdict => artifact_cleanup::VERDICTS,
+            Kind::ArtifactCleanupEvent => artifact_cleanup::EVENTS,
         }
     }
 }

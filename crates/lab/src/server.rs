@@ -203,7 +203,17 @@ fn bytes_response(code: u16, bytes: Vec<u8>) -> Response {
 }
 
 pub(crate) fn error_response(error: &ApiError) -> Response {
-    json_response(error.code, &error.to_status())
+    let mut response = json_response(error.code, &error.to_status());
+    // As the API server's response writer: a Status asking for a retry says when.
+    if let Some(seconds) = error
+        .details
+        .as_ref()
+        .and_then(|details| details.get("retryAfterSeconds"))
+        .and_then(Value::as_u64)
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// Identity, fault injection, pause and the request log around every request.

@@ -102,6 +102,38 @@ pub(crate) fn is_dns_subdomain(name: &str) -> bool {
         })
 }
 
+/// An RFC 1123 label (`dns_1035`: an RFC 1035 label, which starts with a letter).
+fn is_dns_label(name: &str, dns_1035: bool) -> bool {
+    name.len() <= 63
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|byte| byte.is_ascii_lowercase() || (!dns_1035 && byte.is_ascii_digit()))
+        && name
+            .bytes()
+            .last()
+            .is_some_and(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
+}
+
+/// The rule of the API server's name validation `name` breaks, if any: namespaces are RFC 1123
+/// labels, services RFC 1035 labels, everything else RFC 1123 subdomains.
+fn name_violation(info: &ResourceInfo, name: &str) -> Option<&'static str> {
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Namespace") => (!is_dns_label(name, false)).then_some(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        ),
+        ("", "Service") => (!is_dns_label(name, true)).then_some(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+        ),
+        _ => (!is_dns_subdomain(name)).then_some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        ),
+    }
+}
+
 /// Everything but `metadata` (and `status` when it is a subresource): what bumps `generation`.
 fn spec_view(info: &ResourceInfo, object: &Value) -> Value {
     let mut view = object.clone();
@@ -410,15 +442,13 @@ impl State {
                 }
             };
         }
-        if !is_dns_subdomain(&name) {
+        if let Some(rule) = name_violation(info, &name) {
             return Err(ApiError::invalid(
                 &info.kind,
                 Self::subject(info, &name),
                 "metadata.name",
                 "FieldValueInvalid",
-                &format!(
-                    "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-                ),
+                &format!("Invalid value: \"{name}\": {rule}"),
             ));
         }
         if info.namespaced {

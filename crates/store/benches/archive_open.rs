@@ -85,6 +85,20 @@ fn archive_open(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("archive_open");
     group.sample_size(10);
+    group.bench_function("tmp/list_all", |b| {
+        b.iter(|| runtime.block_on(bloodraven_store::list_all(&store, "prod/binlogs/")).unwrap().len())
+    });
+    group.bench_function("tmp/list_manifests", |b| {
+        b.iter(|| runtime.block_on(bloodraven_store::list_all(&store, "prod/binlogs/manifest-")).unwrap().len())
+    });
+    let bytes: Vec<(String, Vec<u8>)> = (0..5).map(|n| {
+        let name = format!("manifest-site-{n}.json");
+        (name.clone(), runtime.block_on(store.get(&format!("prod/binlogs/{name}"))).unwrap().bytes)
+    }).collect();
+    eprintln!("manifest bytes: {}", bytes.iter().map(|(_, b)| b.len()).sum::<usize>());
+    group.bench_function("tmp/parse", |b| {
+        b.iter(|| bytes.iter().map(|(n, b)| bloodraven_archive::manifest::Manifest::from_slice(n, b).unwrap().files.len()).sum::<usize>())
+    });
     group.bench_function("open+coverage/fs/10000 files/5 sites", |b| {
         b.iter(|| runtime.block_on(open_and_cover(black_box(&store), &root)))
     });

@@ -194,7 +194,7 @@ impl MariaDb {
                 .tempdir()
                 .map_err(io_error("creating the server directory"))?;
             let root = dir.path();
-            for sub in ["data", "binlog"] {
+            for sub in ["data", "binlog", "tmp"] {
                 std::fs::create_dir_all(root.join(sub))
                     .map_err(io_error(format!("creating {sub}")))?;
             }
@@ -211,11 +211,6 @@ impl MariaDb {
             )?;
             if !install.status.success() {
                 // The bootstrap server logs to error.log, not to stderr: report both.
-                // Rarely it fails under load with parallel tests; a fresh directory helps.
-                if attempt < 1 {
-                    attempt += 1;
-                    continue;
-                }
                 return Err(Error::CommandFailed {
                     what: "mariadb-install-db".to_owned(),
                     status: install.status.to_string(),
@@ -434,6 +429,9 @@ fn write_config(root: &Path, port: u16, options: &MariaDbOptions) -> Result<()> 
     let _ = writeln!(config, "datadir={}", path("data"));
     let _ = writeln!(config, "socket={}", path("mysqld.sock"));
     let _ = writeln!(config, "pid-file={}", path("mysqld.pid"));
+    // A private tmpdir: servers sharing /tmp can collide on temporary-table file
+    // names (`#sql-temptable-<pid>-...`), which failed mariadb-install-db in parallel tests.
+    let _ = writeln!(config, "tmpdir={}", path("tmp"));
     let _ = writeln!(config, "port={port}");
     config.push_str("bind-address=127.0.0.1\n");
     let _ = writeln!(config, "log_bin={}", path("binlog/mysql-bin"));
@@ -483,6 +481,9 @@ mod tests {
     fn a_server_starts_runs_sql_and_is_removed_on_drop() {
         let server = MariaDb::start().unwrap();
         assert_eq!(server.sql("SELECT 1 + 1").unwrap(), "2\n");
+        // Parallel servers must not share temporary files.
+        let tmpdir = server.sql("SELECT @@tmpdir").unwrap();
+        assert_eq!(PathBuf::from(tmpdir.trim_end()), server.dir.path().join("tmp"));
         let script = server.data_dir().join("script.sql");
         std::fs::write(&script, "SELECT 2 + 2;\nSELECT 'from a file';\n").unwrap();
         assert_eq!(server.sql_file(&script).unwrap(), "4\nfrom a file\n");

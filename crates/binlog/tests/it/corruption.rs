@@ -74,28 +74,11 @@ fn bad_magic_and_bad_sizes_are_located() {
 /// zstd stream is cut in half.
 #[test]
 fn a_truncated_compressed_payload_leaves_coverage_incomplete() {
-    let mut good = Writer::new(&WriterOptions::default());
-    good.transaction(&rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, 20, true)).unwrap();
-    let good = good.into_bytes();
-    let mut writer = Writer::without_format_description(1);
-    let mut payload_offset = 0;
-    for item in EventReader::new(&good) {
-        let (_, event) = item.unwrap();
-        match &event.body {
-            EventBody::TransactionPayload(payload) => {
-                let cut = PayloadEvent {
-                    payload: &payload.payload[..payload.payload.len() / 2],
-                    ..*payload
-                };
-                payload_offset =
-                    writer.event(event.header, &EventBody::TransactionPayload(cut)).unwrap();
-            }
-            body => {
-                writer.event(event.header, body).unwrap();
-            }
-        }
-    }
-    let bytes = writer.into_bytes();
+    let good = compressed_file(20);
+    let (bytes, payload_offset) = replace_payload(&good, |original| PayloadEvent {
+        payload: &original.payload[..original.payload.len() / 2],
+        ..*original
+    });
     let summary = scan(&bytes);
     assert_eq!(summary.problem, None, "the file itself parses");
     let incomplete = summary.coverage.incomplete.unwrap();
@@ -323,20 +306,26 @@ fn the_in_use_flag_is_outside_the_format_description_checksum() {
     assert_eq!(writer.into_bytes(), active);
 }
 
-/// Rewrites the TRANSACTION_PAYLOAD of a one-transaction compressed file with
-/// `payload` (and its declared uncompressed size).
-fn with_payload(payload: &[u8], uncompressed_size: Option<u64>) -> (Vec<u8>, u64) {
-    let mut good = Writer::new(&WriterOptions::default());
-    good.transaction(&rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, 2, true)).unwrap();
-    let good = good.into_bytes();
+/// A file of one compressed transaction with `rows` rows.
+fn compressed_file(rows: usize) -> Vec<u8> {
+    let mut writer = Writer::new(&WriterOptions::default());
+    writer.transaction(&rows_tx(Some(Gtid::new(UUID_A, 1)), 1_000_000, rows, true)).unwrap();
+    writer.into_bytes()
+}
+
+/// `file` with its TRANSACTION_PAYLOAD replaced by `replace(original)` (the
+/// checksum recomputed), and the payload event's offset.
+fn replace_payload<'f>(
+    file: &'f [u8],
+    replace: impl Fn(&PayloadEvent<'f>) -> PayloadEvent<'f>,
+) -> (Vec<u8>, u64) {
     let mut writer = Writer::without_format_description(1);
     let mut payload_offset = 0;
-    for item in EventReader::new(&good) {
+    for item in EventReader::new(file) {
         let (_, event) = item.unwrap();
         match &event.body {
             EventBody::TransactionPayload(original) => {
-                let replaced = PayloadEvent { payload, uncompressed_size, ..*original };
-                let body = EventBody::TransactionPayload(replaced);
+                let body = EventBody::TransactionPayload(replace(original));
                 payload_offset = writer.event(event.header, &body).unwrap();
             }
             body => {
@@ -345,6 +334,12 @@ fn with_payload(payload: &[u8], uncompressed_size: Option<u64>) -> (Vec<u8>, u64
         }
     }
     (writer.into_bytes(), payload_offset)
+}
+
+/// [`compressed_file`] with `payload` and its declared size as the payload.
+fn with_payload(payload: &[u8], uncompressed_size: Option<u64>) -> (Vec<u8>, u64) {
+    let good = compressed_file(2);
+    replace_payload(&good, |original| PayloadEvent { payload, uncompressed_size, ..*original })
 }
 
 /// A payload's decompressed size is capped by `ScanOptions::max_payload_size`,

@@ -1,4 +1,4 @@
-//! Artifact cleanup of deleted `MysqlBackup`s: condition reasons and Job verdicts.
+//! Artifact cleanup of deleted `MysqlBackup`s: condition reasons, Job verdicts and Events.
 
 use super::{
     Entry,
@@ -132,5 +132,85 @@ pub(super) static VERDICTS: &[Entry] = &[
         "Abandoned-backup cleanup found objects at the location but no backup stamp naming this backup, so it deleted nothing.",
         "The finalizer is released; the objects and the dump-key snapshot are kept (a Warning ArtifactCleanupSkipped names them).",
         "Inspect the location: delete the objects by hand if they are this backup's, then the kept snapshot once none remain.",
+    ),
+];
+
+pub(super) static EVENTS: &[Entry] = &[
+    entry(
+        "ArtifactCleanupStarted",
+        NothingToClear,
+        "A cleanup Job was created for the deleted MysqlBackup.",
+        "The MysqlBackup is Terminating while the Job deletes its artifact.",
+        "Nothing; ArtifactCleanupSucceeded, ArtifactCleanupNothingFound or ArtifactCleanupFailed follows.",
+    ),
+    entry(
+        "ArtifactCleanupSucceeded",
+        NothingToClear,
+        "The cleanup Job deleted the artifact; the message counts the objects removed.",
+        "The artifact is gone and the finalizer is released, so the MysqlBackup disappears.",
+        "Nothing. If the message says deletionPolicy was changed to Retain after the cleanup started, the change came too late to keep the artifact.",
+    ),
+    entry(
+        "ArtifactCleanupNothingFound",
+        NothingToClear,
+        "The cleanup found nothing at the recorded destination (a Warning): the artifact may have been removed by hand, or never written there.",
+        "The finalizer is released; nothing was deleted.",
+        "Check that the backup really was written to the recorded location; if it went elsewhere, delete it there by hand.",
+    ),
+    entry(
+        "ArtifactCleanupFailed",
+        Sometimes,
+        "A cleanup Job failed (a Warning, once per Job); the message gives the cause and when the next Job runs.",
+        "The artifact may be partly deleted; the MysqlBackup stays Terminating with its finalizer.",
+        "Transient failures are retried on their own; for a refusal, fix the credentials, endpoint or path the ArtifactCleanup condition names.",
+    ),
+    entry(
+        "ArtifactCleanupRetry",
+        Clears,
+        "A failed cleanup Job is being replaced by a new one.",
+        "The MysqlBackup stays Terminating while the new Job runs.",
+        "Nothing; watch for ArtifactCleanupSucceeded or another ArtifactCleanupFailed.",
+    ),
+    entry(
+        "ArtifactCleanupDeferred",
+        Clears,
+        "A verification is still reading the artifact, so the cleanup waits until its run stops.",
+        "The MysqlBackup stays Terminating and its artifact stays in storage.",
+        "Nothing; the cleanup starts once the verification's pods have stopped.",
+    ),
+    entry(
+        "RetentionDeferred",
+        Clears,
+        "Retention kept a backup past its keepLast and keepWithinDays windows because a verification is reading it.",
+        "The backup and its artifact stay until the verification's run stops.",
+        "Nothing; the backup is pruned on the next retention pass after the run stops.",
+    ),
+    entry(
+        "ArtifactCleanupBlocked",
+        Sometimes,
+        "The cleanup cannot start (a Warning); the message carries the ArtifactCleanup condition's reason.",
+        TERMINATING,
+        "Act on the named reason (see the ArtifactCleanup reasons): some clear on their own, others need the destination, credentials or a Secret fixed.",
+    ),
+    entry(
+        "ArtifactCleanupStalledProducerStop",
+        Never,
+        "An abandoned backup's producer pod has not stopped 10 minutes after its Job was deleted (a Warning naming the pod); the condition reads ProducerStopStuck.",
+        "The deletion stays held, because the pod may still write to the artifact.",
+        "Find out why the pod does not stop. Only once its node is confirmed down, force-delete the pod (kubectl delete pod --force --grace-period=0); never on a live node.",
+    ),
+    entry(
+        "ArtifactCleanupSkipped",
+        Never,
+        "The cleanup could not or would not run: the failover group or profile is gone, no artifact destination could be recovered, a never-succeeded backup's best-effort cleanup failed, or objects remain at the location with no stamp naming this backup (BLOODRAVEN_CLEANUP_SKIPPED).",
+        "The finalizer is released without deleting anything the message names: the objects left in storage and, for an encrypted backup, its dump-key snapshot Secret.",
+        "Inspect the location the message names and delete what belongs to the backup by hand; delete the kept dump-key snapshot once no encrypted artifact of the backup remains.",
+    ),
+    entry(
+        "ArtifactRetained",
+        NothingToClear,
+        "A MysqlBackup with deletionPolicy: Retain was deleted, so no cleanup Job ran; the message names the location and the dump-key snapshot Secret.",
+        "The artifact, its backup stamp and (for an encrypted backup) its dump-key snapshot, the only copy of its key, stay in storage; nothing tracks them any more.",
+        "Keep the snapshot Secret as long as you need the artifact, and delete both by hand when they are no longer needed.",
     ),
 ];

@@ -272,21 +272,6 @@ fn status_tokens_are_open_in_the_schema() {
     }
 }
 
-/// Whether a dotted path (`[]` steps into list items) names a property of the schema.
-fn has_path(schema: &serde_json::Value, path: &str) -> bool {
-    let mut node = schema;
-    for step in path.split('.') {
-        node = match step {
-            "[]" => &node["items"],
-            name => &node["properties"][name],
-        };
-        if node.is_null() {
-            return false;
-        }
-    }
-    true
-}
-
 /// Every field the issue and the spec documents name, by its JSON name: a renamed or dropped
 /// field fails here, not in a console that cannot find it.
 #[test]
@@ -510,9 +495,40 @@ fn every_field_the_spec_names_is_in_the_schema() {
         missing.extend(
             paths
                 .iter()
-                .filter(|path| !has_path(&schema, path))
+                .filter(|path| at(&schema, path).is_null())
                 .map(|p| format!("{file_name}: {p}")),
         );
     }
     assert!(missing.is_empty(), "fields the spec names are missing:\n{}", missing.join("\n"));
+}
+
+/// Collects the paths of status objects whose unknown fields the API server would prune.
+fn pruned_objects(path: &str, node: &serde_json::Value, found: &mut Vec<String>) {
+    if node.get("properties").is_some()
+        && node.get("x-kubernetes-preserve-unknown-fields") != Some(&serde_json::json!(true))
+    {
+        found.push(path.to_owned());
+    }
+    if let Some(properties) = node.get("properties").and_then(|p| p.as_object()) {
+        for (name, child) in properties {
+            pruned_objects(&format!("{path}.{name}"), child, found);
+        }
+    }
+    for keyword in ["items", "additionalProperties"] {
+        if let Some(child) = node.get(keyword) {
+            pruned_objects(&format!("{path}[]"), child, found);
+        }
+    }
+}
+
+/// `x-kubernetes-preserve-unknown-fields` is not inherited by nested objects that list their
+/// properties, so every object under `status` carries it: otherwise the API server prunes a
+/// newer operator's field from it before any client reads it.
+#[test]
+fn every_status_object_keeps_unknown_fields() {
+    for (file_name, _) in bloodraven_crd::all_crds() {
+        let mut found = Vec::new();
+        pruned_objects("status", &schema(file_name)["properties"]["status"], &mut found);
+        assert_eq!(found, Vec::<String>::new(), "{file_name}: status objects that prune");
+    }
 }

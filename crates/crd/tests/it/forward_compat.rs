@@ -85,7 +85,8 @@ fn unknown_tokens_and_fields_survive_read_modify_write() {
 fn backup_and_verification_status_keep_unknowns() {
     let backup = json!({
         "phase": "Uploading",
-        "artifactStorage": {"type": "GCS", "location": "gs://b/x", "generation": 4},
+        "artifactStorage": {"type": "GCS", "location": "gs://b/x", "generation": 4,
+                            "passphraseSecretKeyRef": {"name": "k", "key": "p", "keyVersion": 2}},
         "conditions": [{"type": "Ready", "status": "Maybe", "reason": "NewPendingReason"}],
         "checksum": "abc",
     });

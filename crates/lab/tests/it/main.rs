@@ -8,7 +8,8 @@
 //! - `faults`: fault injection, pause, identities and the request log;
 //! - `snapshot`: persistence across a restart;
 //! - `review`: refusals and effects the lab once lacked (SSA preconditions, selector syntax,
-//!   kind checks on PUT, the generation bump of deletion).
+//!   kind checks on PUT, per-kind name rules, resourceVersion on create, too large versions,
+//!   the generation bump of deletion) and what dropping a lab ends.
 
 // Test helpers unwrap like the tests themselves (clippy.toml's allow-unwrap-in-tests covers
 // only `#[test]` functions, not the helpers they call).

@@ -1,6 +1,6 @@
 //! Places where the lab once accepted what a real API server refuses (or did less than it).
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -181,7 +181,14 @@ async fn creating_an_object_with_a_resource_version_fails() {
 async fn a_resource_version_from_the_future_is_too_large() {
     let lab = lab().await;
     bounded(async {
-        let maps: Api<ConfigMap> = Api::namespaced(client(&lab).await, "default");
+        // kube retries a 504 (15 times, honouring Retry-After): ask once.
+        let kubeconfig =
+            kube::config::Kubeconfig::from_yaml(&lab.kubeconfig(Some("alice"))).unwrap();
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        config.default_retry = false;
+        let maps: Api<ConfigMap> =
+            Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
         let status = api_status(maps.watch(&WatchParams::default(), "999999").await.err().unwrap());
         assert_eq!((status.code, status.reason.as_str()), (504, "Timeout"), "{status:?}");
         assert!(status.message.starts_with("Too large resource version: 999999, current: "));
@@ -189,7 +196,48 @@ async fn a_resource_version_from_the_future_is_too_large() {
         let status = api_status(maps.list(&list).await.unwrap_err());
         assert_eq!((status.code, status.reason.as_str()), (504, "Timeout"), "{status:?}");
         let current = maps.list(&ListParams::default()).await.unwrap().metadata.resource_version;
-        maps.watch(&WatchParams::default(), &current.unwrap()).await.unwrap();
+        let mut events = maps.watch(&WatchParams::default(), &current.unwrap()).await.unwrap().boxed();
+        maps.create(&PostParams::default(), &config_map("after")).await.unwrap();
+        let event = events.next().await;
+        assert!(
+            matches!(&event, Some(Ok(WatchEvent::Added(map))) if map.metadata.name.as_deref() == Some("after")),
+            "{event:?}"
+        );
+    })
+    .await;
+    lab.stop().await.unwrap();
+}
+
+/// Names are validated per kind, as the API server does: a dotted namespace or a service
+/// starting with a digit would work here and nowhere else.
+#[tokio::test]
+async fn namespace_and_service_names_are_labels() {
+    let lab = lab().await;
+    bounded(async {
+        let client = client(&lab).await;
+        let named = |name: &str| json!({"metadata": {"name": name}});
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        let maps: Api<ConfigMap> = Api::namespaced(client, "default");
+        for name in ["team.a", &"n".repeat(64)] {
+            let namespace: Namespace = serde_json::from_value(named(name)).unwrap();
+            let status = api_status(
+                namespaces.create(&PostParams::default(), &namespace).await.unwrap_err(),
+            );
+            assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"), "{name}");
+            assert!(status.message.contains("RFC 1123 label"), "{}", status.message);
+        }
+        let service: Service = serde_json::from_value(named("1db")).unwrap();
+        let status =
+            api_status(services.create(&PostParams::default(), &service).await.unwrap_err());
+        assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+        assert!(status.message.contains("DNS-1035 label"), "{}", status.message);
+
+        let namespace: Namespace = serde_json::from_value(named("1-team")).unwrap();
+        namespaces.create(&PostParams::default(), &namespace).await.unwrap();
+        let service: Service = serde_json::from_value(named("db-1")).unwrap();
+        services.create(&PostParams::default(), &service).await.unwrap();
+        maps.create(&PostParams::default(), &config_map("1.dotted.name")).await.unwrap();
     })
     .await;
     lab.stop().await.unwrap();
