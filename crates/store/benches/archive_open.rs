@@ -5,8 +5,8 @@
 //! The archive is built once in a temporary directory in the PVC layout: `archive.json`, five
 //! `manifest-site-<n>.json` from `bloodraven_archive::fixtures::synthetic_manifests` (10,000
 //! rows, a planned failover every 200 files) and one object file per row under
-//! `site-<n>/mysql-bin.<nnnnnn>.<id>`, so the listing walks 10,006 objects as a real archive's
-//! would. The bodies are placeholders (the open reads only the descriptor and the manifests),
+//! `site-<n>/mysql-bin.<nnnnnn>.<id>`, as a real archive holds them (the open lists only the
+//! manifests and the descriptor, but they share the directory). The bodies are placeholders (the open reads only the descriptor and the manifests),
 //! written with `std::fs` because 10,000 fsynced store puts would only slow the setup.
 //!
 //! Measured: `open_archive` (list every page, read and verify the descriptor and every
@@ -85,20 +85,6 @@ fn archive_open(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("archive_open");
     group.sample_size(10);
-    group.bench_function("tmp/list_all", |b| {
-        b.iter(|| runtime.block_on(bloodraven_store::list_all(&store, "prod/binlogs/")).unwrap().len())
-    });
-    group.bench_function("tmp/list_manifests", |b| {
-        b.iter(|| runtime.block_on(bloodraven_store::list_all(&store, "prod/binlogs/manifest-")).unwrap().len())
-    });
-    let bytes: Vec<(String, Vec<u8>)> = (0..5).map(|n| {
-        let name = format!("manifest-site-{n}.json");
-        (name.clone(), runtime.block_on(store.get(&format!("prod/binlogs/{name}"))).unwrap().bytes)
-    }).collect();
-    eprintln!("manifest bytes: {}", bytes.iter().map(|(_, b)| b.len()).sum::<usize>());
-    group.bench_function("tmp/parse", |b| {
-        b.iter(|| bytes.iter().map(|(n, b)| bloodraven_archive::manifest::Manifest::from_slice(n, b).unwrap().files.len()).sum::<usize>())
-    });
     group.bench_function("open+coverage/fs/10000 files/5 sites", |b| {
         b.iter(|| runtime.block_on(open_and_cover(black_box(&store), &root)))
     });

@@ -1,6 +1,7 @@
 //! The archive IO adapter: drives `bloodraven-archive`'s sans-IO reader over an [`ObjectStore`].
 //!
-//! - [`open_archive`]: lists the archive root (every page), reads the descriptor and the
+//! - [`open_archive`]: lists the archive root (its manifests and descriptor, every page; the
+//!   whole root only when neither exists), reads the descriptor and the
 //!   manifests with ranged reads bounded by what the reader asks for, waits the backoff the
 //!   reader asks for (`tokio::time::sleep`, pausable in tests), and returns the reader's
 //!   [`OpenArchive`] or [`OpenError`]. Store failures are classified by [`fetch_error`]: a
@@ -17,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use bloodraven_archive::ident::DESCRIPTOR_NAME;
 use bloodraven_archive::reader::{
     ArchiveReader, FetchError, OpenArchive, OpenError, PermissionCause, ReaderOptions, Request,
 };
@@ -132,13 +134,39 @@ pub async fn open_archive<S: ObjectStore + ?Sized>(
     reader.finish()
 }
 
-/// Every key under the archive root, relative to it, without probe objects; one failed page
-/// fails the listing (the reader asks for all of it again).
+/// The key prefix of every `manifest-<site>.json`.
+const MANIFEST_KEY_PREFIX: &str = "manifest-";
+
+/// The listing the reader asks for, relative to the archive root, without probe objects.
+///
+/// The reader decides from the descriptor and the manifests; other objects (binlogs) only
+/// count when there is neither (an empty prefix is `PITRArchiveNotFound`, one holding other
+/// objects `PITRArchiveLegacy`). So this lists `manifest-*` and then `archive.json`, and the
+/// whole root only when both are absent: an archive of 10,000 binlogs costs two small listings
+/// instead of 11 pages. Manifests are listed first because a writer creates `archive.json`
+/// before any manifest and never deletes it: a manifest seen here implies the descriptor
+/// listing that follows sees the descriptor.
 async fn list_archive<S: ObjectStore + ?Sized>(
     store: &S,
     root: &ArchiveRoot,
 ) -> Result<Vec<String>, FetchError> {
-    let prefix = root.list_prefix();
+    let mut keys = list_under(store, root, MANIFEST_KEY_PREFIX).await?;
+    keys.extend(list_under(store, root, DESCRIPTOR_NAME).await?);
+    if keys.is_empty() {
+        keys = list_under(store, root, "").await?;
+    }
+    Ok(keys)
+}
+
+/// Every key under `<root>/<start>` (all pages), relative to the root, without probe objects;
+/// one failed page fails the listing (the reader asks for all of it again).
+async fn list_under<S: ObjectStore + ?Sized>(
+    store: &S,
+    root: &ArchiveRoot,
+    start: &str,
+) -> Result<Vec<String>, FetchError> {
+    let base = root.list_prefix();
+    let prefix = format!("{base}{start}");
     let mut keys = Vec::new();
     let mut continuation: Option<String> = None;
     loop {
@@ -147,7 +175,7 @@ async fn list_archive<S: ObjectStore + ?Sized>(
             .await
             .map_err(|error| failed(store, &error))?;
         keys.extend(page.objects.into_iter().filter_map(|object| {
-            let relative = object.key.strip_prefix(&prefix)?;
+            let relative = object.key.strip_prefix(&base)?;
             let ignored = relative.is_empty() || relative.starts_with(CAS_PROBE_PREFIX);
             (!ignored).then(|| relative.to_owned())
         }));
@@ -264,8 +292,11 @@ mod tests {
     use crate::Operation;
 
     #[test]
-    fn probe_prefixes_agree() {
+    fn names_agree_with_the_archive() {
         assert_eq!(CAS_PROBE_PREFIX, bloodraven_archive::ident::CAS_PROBE_PREFIX);
+        let name = bloodraven_archive::ident::manifest_name("site-0").unwrap();
+        assert!(name.starts_with(MANIFEST_KEY_PREFIX), "{name}");
+        assert_eq!(bloodraven_archive::ident::manifest_site(&name), Some("site-0"));
     }
 
     #[test]

@@ -14,7 +14,6 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bloodraven_archive::coverage::{Coverage, ForkCause, GapKind, Window, WindowStop};
@@ -448,7 +447,7 @@ async fn s3_forbidden_listing_is_list_failed_with_the_s3_remedy() {
         assert!(text.contains("S3 403 SignatureDoesNotMatch"), "{text}");
         assert!(text.ends_with("; grant s3:ListBucket on the archive prefix"), "{text}");
         // A permission refusal is final: one listing, no retries, no reads.
-        assert_eq!(denied.calls(), ["list prod/binlogs/"]);
+        assert_eq!(denied.calls(), ["list prod/binlogs/manifest-"]);
     })
     .await;
 }
@@ -462,7 +461,8 @@ const REFUSAL_MARK: &str = "archive-open-refusal: ";
 async fn open_denied(dir: &Path) -> Vec<Refusal> {
     let store = FsStore::new(dir).unwrap();
     let mut refusals = Vec::new();
-    // The archive directory itself is unreadable, then only a site directory below it.
+    // The archive directory itself is unreadable; then, in a prefix holding only binlogs
+    // (listed whole because it has neither descriptor nor manifests), a site directory.
     for profile in ["denied-root", "denied-site"] {
         let root = ArchiveRoot::under_profile(profile).unwrap();
         let refusal = refusal_of(open_archive(&store, &root, plaintext()).await);
@@ -487,7 +487,7 @@ fn report_to_parent(line: &str) {
     println!("{line}");
 }
 
-/// A real `EACCES`: the archive directory (and, in a second archive, a site directory) is
+/// A real `EACCES`: the archive directory (and, in a second prefix, a site directory) is
 /// mode 000. Root ignores modes (CAP_DAC_OVERRIDE), so when the test runs as root it re-runs
 /// itself as a child process with uid/gid 65534 (nobody), which opens the archives; the
 /// parent checks the child's exit status and the refusals it printed.
@@ -501,11 +501,12 @@ async fn fs_denied_listing_is_list_failed_with_the_eacces_remedy() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store = FsStore::new(dir.path()).unwrap();
-    let objects = healthy_objects();
-    for profile in ["denied-root", "denied-site"] {
-        let root = ArchiveRoot::under_profile(profile).unwrap();
-        bounded(write_objects(&store, &root, &objects)).await.unwrap();
-    }
+    let mut objects = healthy_objects();
+    let root = ArchiveRoot::under_profile("denied-root").unwrap();
+    bounded(write_objects(&store, &root, &objects)).await.unwrap();
+    objects.retain(|key, _| key.starts_with("a/"));
+    let root = ArchiveRoot::under_profile("denied-site").unwrap();
+    bounded(write_objects(&store, &root, &objects)).await.unwrap();
     let locked = [dir.path().join("denied-root/binlogs"), dir.path().join("denied-site/binlogs/a")];
     for path in &locked {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -556,8 +557,7 @@ struct Counting<S> {
     inner: S,
     faults: Mutex<BTreeMap<String, Vec<ErrorKind>>>,
     log: Mutex<Vec<String>>,
-    after_list: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    lists: AtomicU32,
+    before_read: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl<S: ObjectStore> Counting<S> {
@@ -566,8 +566,7 @@ impl<S: ObjectStore> Counting<S> {
             inner,
             faults: Mutex::default(),
             log: Mutex::default(),
-            after_list: Mutex::default(),
-            lists: AtomicU32::new(0),
+            before_read: Mutex::default(),
         }
     }
 
@@ -576,9 +575,9 @@ impl<S: ObjectStore> Counting<S> {
         self
     }
 
-    /// Runs `hook` once, after the first successful listing.
-    fn after_first_listing(self, hook: impl FnOnce() + Send + 'static) -> Self {
-        *self.after_list.lock().unwrap() = Some(Box::new(hook));
+    /// Runs `hook` once, before the first ranged read.
+    fn before_first_read(self, hook: impl FnOnce() + Send + 'static) -> Self {
+        *self.before_read.lock().unwrap() = Some(Box::new(hook));
         self
     }
 
@@ -621,13 +620,7 @@ impl<S: ObjectStore> ObjectStore for Counting<S> {
     }
     async fn list(&self, prefix: &str, next: Option<&str>, size: u32) -> Result<ListPage, Error> {
         self.call(Operation::List, prefix)?;
-        let page = self.inner.list(prefix, next, size).await?;
-        if self.lists.fetch_add(1, Ordering::SeqCst) == 0
-            && let Some(hook) = self.after_list.lock().unwrap().take()
-        {
-            hook();
-        }
-        Ok(page)
+        self.inner.list(prefix, next, size).await
     }
     async fn head(&self, key: &str) -> Result<ObjectMeta, Error> {
         self.call(Operation::Head, key)?;
@@ -638,6 +631,10 @@ impl<S: ObjectStore> ObjectStore for Counting<S> {
         self.inner.get(key).await
     }
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Object, Error> {
+        let hook = self.before_read.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
         self.call(Operation::Get, key)?;
         self.inner.get_range(key, range).await
     }
@@ -670,10 +667,12 @@ async fn transient_failures_are_retried_with_backoff() {
     use ErrorKind::{NotFound, Transient};
     let fixture = Fixture::build(Scenario::LossyFailoverFork);
     let (_dir, fs, root) = fs_archive(&fixture.objects).await;
-    // Three failed listings, two failed reads of manifest-b.json, and archive.json listed and
-    // then gone once ("the archive changed": list again).
+    // Three failed manifest listings, then a failed descriptor listing (the whole listing is
+    // asked for again), two failed reads of manifest-b.json, and archive.json listed and then
+    // gone once ("the archive changed": list again).
     let store = Counting::new(fs)
-        .fail("list prod/binlogs/", &[Transient, Transient, Transient])
+        .fail("list prod/binlogs/manifest-", &[Transient, Transient, Transient])
+        .fail("list prod/binlogs/archive.json", &[Transient])
         .fail("get prod/binlogs/manifest-b.json", &[Transient, Transient])
         .fail("get prod/binlogs/archive.json", &[NotFound]);
     let started = tokio::time::Instant::now();
@@ -681,12 +680,15 @@ async fn transient_failures_are_retried_with_backoff() {
     let elapsed = started.elapsed();
     let expected = outcome(&fixture, open_in_memory(&fixture.objects, plaintext()));
     assert_eq!(outcome(&fixture, opened), expected);
-    // Backoffs: listing 1 + 2 + 4 s; the re-listing after the vanished descriptor is its
+    // Backoffs: listing 1 + 2 + 4 + 8 s; the re-listing after the vanished descriptor is its
     // second attempt (1 s); manifest-b.json 1 + 2 s.
-    assert_eq!(elapsed, Duration::from_secs(7 + 1 + 3));
+    assert_eq!(elapsed, Duration::from_secs(15 + 1 + 3));
     let calls = store.calls();
     let count = |call: &str| calls.iter().filter(|c| *c == call).count();
-    assert_eq!(count("list prod/binlogs/"), 5, "{calls:?}");
+    assert_eq!(count("list prod/binlogs/manifest-"), 6, "{calls:?}");
+    assert_eq!(count("list prod/binlogs/archive.json"), 3, "{calls:?}");
+    // An archive with manifests is never listed whole (its binlogs are not walked).
+    assert_eq!(count("list prod/binlogs/"), 0, "{calls:?}");
     assert_eq!(count("get prod/binlogs/archive.json"), 2, "{calls:?}");
     assert_eq!(count("get prod/binlogs/manifest-b.json"), 3, "{calls:?}");
     // Only the descriptor and the manifests are read, never a binlog.
@@ -718,7 +720,7 @@ async fn persistent_transient_failures_end_without_a_token() {
     // A listing that keeps failing transiently (and a permission error on a read, which is
     // not a listing refusal) ends the same way.
     let (_dir, fs, root) = fs_archive(&healthy_objects()).await;
-    let store = Counting::new(fs).fail("list prod/binlogs/", &[ErrorKind::Transient; 6]);
+    let store = Counting::new(fs).fail("list prod/binlogs/manifest-", &[ErrorKind::Transient; 6]);
     let error = bounded(open_archive(&store, &root, plaintext())).await.unwrap_err();
     assert!(matches!(error, OpenError::Transient { attempts: 6, .. }), "{error:?}");
     let (_dir, fs, root) = fs_archive(&healthy_objects()).await;
@@ -736,7 +738,7 @@ async fn s3_server_stopped_mid_open_is_transient() {
     bounded(write_objects(&s3, &root, &healthy_objects())).await.unwrap();
     // The listing succeeds; then the server is killed before the descriptor is read.
     let server = Mutex::new(Some(server));
-    let store = Counting::new(s3).after_first_listing(move || drop(server.lock().unwrap().take()));
+    let store = Counting::new(s3).before_first_read(move || drop(server.lock().unwrap().take()));
     let mut options = plaintext();
     options.max_attempts = 3;
     let error = bounded(open_archive(&store, &root, options)).await.unwrap_err();
@@ -751,7 +753,8 @@ async fn s3_server_stopped_mid_open_is_transient() {
     assert_eq!(
         store.calls(),
         [
-            "list prod/binlogs/",
+            "list prod/binlogs/manifest-",
+            "list prod/binlogs/archive.json",
             "get prod/binlogs/archive.json",
             "get prod/binlogs/archive.json",
             "get prod/binlogs/archive.json"
