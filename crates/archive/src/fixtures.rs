@@ -401,7 +401,9 @@ fn binlog_body(
         create_timestamp: seconds(start),
         ..WriterOptions::default()
     });
-    let _ = writer.previous_gtids(prev, seconds(start));
+    writer
+        .previous_gtids(prev, seconds(start))
+        .expect("fixture GTID sets are representable in a PREVIOUS_GTIDS event");
     for (index, txn) in txns.iter().enumerate() {
         let gno = i64::try_from(txn.gtid.gno).unwrap_or(i64::MAX);
         let spec = TransactionSpec {
@@ -417,7 +419,7 @@ fn binlog_body(
             },
             compress: false,
         };
-        let _ = writer.transaction(&spec);
+        writer.transaction(&spec).expect("fixture transactions have valid GTIDs and commit times");
     }
     let next = name
         .rsplit_once('.')
@@ -426,7 +428,7 @@ fn binlog_body(
         })
         .unwrap_or_else(|| format!("{name}.next"));
     let end = txns.last().map_or(start, |t| t.commit);
-    let _ = writer.rotate(&next, seconds(end));
+    writer.rotate(&next, seconds(end)).expect("fixture rotate names are valid");
     writer.into_bytes()
 }
 
