@@ -18,19 +18,20 @@ use anyhow::Context as _;
 use crate::cli::{Cli, Command, GlobalOptions};
 use crate::tui::state::Scope;
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT, SIGTERM or SIGHUP (a closed terminal or tmux server).
 pub async fn termination_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
+        match (signal(SignalKind::terminate()), signal(SignalKind::hangup())) {
+            (Ok(mut terminate), Ok(mut hangup)) => {
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => {}
                     _ = terminate.recv() => {}
+                    _ = hangup.recv() => {}
                 }
             }
-            Err(_) => {
+            _ => {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }

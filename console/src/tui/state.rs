@@ -258,24 +258,20 @@ impl State {
             })
             .map(|(_, group)| group)
             .collect();
-        let name = |group: &MysqlFailoverGroup| {
-            (
-                group.metadata.namespace.clone().unwrap_or_default(),
-                group.metadata.name.clone().unwrap_or_default(),
-            )
+        let name = |group: &&MysqlFailoverGroup| {
+            (group.metadata.namespace.clone(), group.metadata.name.clone())
         };
         match self.ui.sort {
-            SortColumn::Name => groups.sort_by_key(|group| name(group)),
+            // The map is already in namespace/name order.
+            SortColumn::Name => {}
             SortColumn::Active => {
-                groups.sort_by_key(|group| (crate::summary::active_site(group), name(group)))
+                groups.sort_by_cached_key(|group| (crate::summary::active_site(group), name(group)))
             }
-            SortColumn::Ready => {
-                groups.sort_by_key(|group| (crate::summary::ready_with_hold(group), name(group)))
-            }
-            SortColumn::Planned => {
-                groups.sort_by_key(|group| (crate::summary::planned_phase(group), name(group)))
-            }
-            SortColumn::LastFailover => groups.sort_by_key(|group| {
+            SortColumn::Ready => groups
+                .sort_by_cached_key(|group| (crate::summary::ready_with_hold(group), name(group))),
+            SortColumn::Planned => groups
+                .sort_by_cached_key(|group| (crate::summary::planned_phase(group), name(group))),
+            SortColumn::LastFailover => groups.sort_by_cached_key(|group| {
                 let time = group
                     .status
                     .as_ref()

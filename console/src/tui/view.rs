@@ -195,7 +195,10 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
     }
     let header =
         Row::new(FLEET_COLUMNS[..shown].iter().map(|(title, _)| Cell::from(*title))).style(bold());
-    let rows = groups.iter().map(|group| {
+    // Only the rows that fit are built: a 1,000-group list costs what a screenful does.
+    let window = usize::from(area.height.saturating_sub(3)).max(1);
+    let offset = state.ui.selected.saturating_sub(window - 1).min(groups.len().saturating_sub(1));
+    let rows = groups.iter().skip(offset).take(window).map(|group| {
         let cells = fleet_cells(group, state.now);
         let mut row_style = Style::default();
         if summary::held(group) {
@@ -224,7 +227,7 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         .highlight_symbol("▶");
     let mut table_state = TableState::default();
     if !groups.is_empty() {
-        table_state.select(Some(state.ui.selected));
+        table_state.select(Some(state.ui.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut table_state);
 }
