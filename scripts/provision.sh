@@ -51,4 +51,4 @@ export BLOODRAVEN_MARIADBD="$(command -v mariadbd)"
 export BLOODRAVEN_MARIADB_INSTALL_DB="$(command -v mariadb-install-db)"
 export BLOODRAVEN_MARIADB_BINLOG="$(command -v mariadb-binlog || command -v mysqlbinlog)"
 export BLOODRAVEN_MARIADB_CLIENT="$(command -v mariadb || command -v mysql)"
-export BLOODRAVEN_REQUIRE_SERVICES=1
+export BLOODRAVEN_TMUX="$(command -v tmux)"
