@@ -129,8 +129,14 @@ fn cold_start(c: &mut Criterion) {
                     let mut done_sender = Some(done_sender);
                     let mut terminal =
                         Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
-                    let options =
-                        Options { context: "bench".to_owned(), scope: Scope::All, no_color: true };
+                    let options = Options {
+                        context: "bench".to_owned(),
+                        scope: Scope::All,
+                        no_color: true,
+                        archive_root: None,
+                        archive_credentials_from_secret: false,
+                        kubeconfig: None,
+                    };
                     let on_draw = move |buffer: &ratatui::buffer::Buffer| {
                         let first_row: String =
                             buffer.content().iter().take(240).map(|cell| cell.symbol()).collect();
@@ -177,5 +183,138 @@ fn cold_start(c: &mut Criterion) {
     let _ = runtime.block_on(running.stop());
 }
 
-criterion_group!(benches, frames, cold_start);
+/// How many status patches the watch-to-frame benchmark makes (p50/p99 over all of them).
+const WATCH_EVENTS: usize = 200;
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let last = sorted.len() - 1;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index into a short list"
+    )]
+    let index = ((last as f64) * fraction).round() as usize;
+    sorted[index.min(last)]
+}
+
+/// A watch event to a redrawn frame, through the lab API server: a SEPARATE writer client
+/// patches `status.activeSite` of orders/orders; the clock runs until the console (its own
+/// read-only client, watchers and runtime, drawing 120x36) shows the new value.
+fn watch_to_frame(c: &mut Criterion) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let running = runtime
+        .block_on(RunningLab::start("healthy", jiff::Timestamp::now()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let kubeconfig = running.kubeconfig();
+    let (frames_sender, frames) = tokio::sync::watch::channel(String::new());
+    let (stop_sender, stop) = tokio::sync::oneshot::channel::<()>();
+    let app = runtime.spawn({
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let (client, _) = bloodraven_console::client::connect(Some(&kubeconfig), None)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let mut terminal =
+                Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+            let options = Options {
+                context: "bench".to_owned(),
+                scope: Scope::All,
+                no_color: true,
+                archive_root: None,
+                archive_credentials_from_secret: false,
+                kubeconfig: None,
+            };
+            let on_draw = move |buffer: &ratatui::buffer::Buffer| {
+                frames_sender
+                    .send_replace(buffer.content().iter().map(|cell| cell.symbol()).collect());
+            };
+            run(&mut terminal, client, options, futures::stream::pending(), on_draw, async move {
+                let _ = stop.await;
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+    });
+    let writer = runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig).unwrap_or_else(|e| panic!("{e}")),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"))
+    });
+    let groups: kube::Api<MysqlFailoverGroup> = kube::Api::namespaced(writer, "orders");
+    let mut sequence = 0_usize;
+    let mut event = |samples: &mut Vec<Duration>| {
+        sequence += 1;
+        let site = format!("w{:04}", sequence % 10_000);
+        let mut frames = frames.clone();
+        let started = Instant::now();
+        runtime.block_on(async {
+            let patch = kube::api::Patch::Merge(json!({ "status": { "activeSite": site } }));
+            groups
+                .patch_status("orders", &kube::api::PatchParams::default(), &patch)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            tokio::time::timeout(
+                Duration::from_secs(20),
+                frames.wait_for(|frame| frame.contains(&site)),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("no frame showed {site} within 20 s"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        });
+        let elapsed = started.elapsed();
+        samples.push(elapsed);
+        elapsed
+    };
+    // The first complete frame, then the measured events.
+    runtime.block_on(async {
+        let mut frames = frames.clone();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(20),
+            frames.wait_for(|frame| frame.contains("ledger")),
+        )
+        .await;
+    });
+    let mut samples = Vec::new();
+    for _ in 0..WATCH_EVENTS {
+        event(&mut samples);
+    }
+    samples.sort();
+    #[allow(clippy::print_stdout, reason = "the benchmark reports its percentiles")]
+    {
+        println!(
+            "watch event to redrawn frame (lab, separate writer, {} events): p50 {:?}, p99 {:?}, max {:?}",
+            samples.len(),
+            percentile(&samples, 0.50),
+            percentile(&samples, 0.99),
+            samples.last().copied().unwrap_or_default(),
+        );
+    }
+    let mut group = c.benchmark_group("watch event to redrawn frame");
+    group.sample_size(20);
+    group.bench_function("status patch by another client to frame (lab)", |b| {
+        b.iter_custom(|iterations| {
+            let mut scratch = Vec::new();
+            (0..iterations).map(|_| event(&mut scratch)).sum()
+        })
+    });
+    group.finish();
+    let _ = stop_sender.send(());
+    let _ = runtime.block_on(app);
+    let _ = runtime.block_on(running.stop());
+}
+
+criterion_group!(benches, frames, cold_start, watch_to_frame);
 criterion_main!(benches);

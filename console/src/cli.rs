@@ -41,6 +41,14 @@ pub struct GlobalOptions {
     /// Plain text: no colors.
     #[arg(long, global = true, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_color: bool,
+    /// Where PVC archives are: `<DIR>/<namespace>/<claimName>/<subPath>/binlogs` (the archive
+    /// panel reads them; `lab` defaults to its temporary directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub archive_root: Option<PathBuf>,
+    /// Read S3 archive credentials from the profile's credentialsSecretName Secret (a GET
+    /// through the read-only client) instead of the local AWS environment.
+    #[arg(long, global = true)]
+    pub archive_credentials_from_secret: bool,
 }
 
 /// The commands.

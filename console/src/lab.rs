@@ -3,7 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use bloodraven_archive::fixtures::{Fixture, Scenario};
+use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_lab::{Lab, LabConfig};
+use bloodraven_store::FsStore;
+use bloodraven_store::archive::write_fixture;
 
 use crate::scenarios;
 
@@ -33,6 +37,7 @@ impl RunningLab {
     /// Starts a lab on 127.0.0.1 with the CRDs and `scenario` loaded (times shifted to `now`).
     pub async fn start(scenario: &str, now: jiff::Timestamp) -> anyhow::Result<Self> {
         let objects = scenarios::objects(scenario, now)?;
+        let archived = objects.clone();
         let lab = Lab::start(LabConfig::default()).await.context("starting the lab API server")?;
         for (file, text) in CRDS {
             lab.load_crds(text).with_context(|| format!("loading {file}"))?;
@@ -63,6 +68,7 @@ impl RunningLab {
             .context("creating the kubeconfig directory")?;
         lab.write_kubeconfig(&directory.path().join("kubeconfig"), None)
             .context("writing the kubeconfig")?;
+        lay_archives(scenario, &archived, directory.path()).await?;
         Ok(Self { lab, directory })
     }
 
@@ -80,4 +86,42 @@ impl RunningLab {
     pub async fn stop(self) -> anyhow::Result<()> {
         self.lab.stop().await.context("stopping the lab API server")
     }
+}
+
+/// The fixture archive a scenario's PITR groups carry.
+pub fn archive_scenario(scenario: &str) -> Scenario {
+    match scenario {
+        "archive-gap" => Scenario::ArchiveGap,
+        "pitr-divergent" => Scenario::LossyFailoverFork,
+        _ => Scenario::HealthyPlannedFailover,
+    }
+}
+
+/// Lays a real archive (`bloodraven-archive`'s fixture, written through the store as a writer
+/// leaves it) for every group among `objects` with PITR enabled, at its PVC layout under `root`
+/// (`<root>/<namespace>/<claim>/<subPath>/binlogs`, as `--archive-root` reads it).
+pub async fn lay_archives(
+    scenario: &str,
+    objects: &[serde_json::Value],
+    root: &Path,
+) -> anyhow::Result<()> {
+    let mut fixture = None;
+    for object in objects.iter().filter(|object| object["kind"] == "MysqlFailoverGroup") {
+        let Ok(group) = serde_json::from_value::<MysqlFailoverGroup>(object.clone()) else {
+            continue;
+        };
+        let Ok(location) = crate::archive::locate(&group) else { continue };
+        let Ok((directory, archive_root)) = crate::archive::pvc_store(root, &location) else {
+            continue;
+        };
+        std::fs::create_dir_all(&directory)
+            .with_context(|| format!("creating {}", directory.display()))?;
+        let store = FsStore::new(&directory)
+            .with_context(|| format!("opening the store at {}", directory.display()))?;
+        let fixture = fixture.get_or_insert_with(|| Fixture::build(archive_scenario(scenario)));
+        write_fixture(&store, &archive_root, fixture)
+            .await
+            .with_context(|| format!("writing the archive of {location}"))?;
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! `bloodraven`, the on-call console (read-only): the fleet and group views, the `status`
 //! report and the embedded lab. `main.rs` parses arguments and calls [`run`].
 
+pub mod archive;
 pub mod cli;
 pub mod client;
 pub mod lab;
@@ -75,11 +76,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 let mut stdout = std::io::stdout().lock();
                 writeln!(
                     stdout,
-                    "lab API server {} serving scenario {}\nkubeconfig: {}\n  export KUBECONFIG={}\nCtrl-C stops it.",
+                    "lab API server {} serving scenario {}\nkubeconfig: {}\n  export KUBECONFIG={}\narchive root: {} (bloodraven --archive-root {})\nCtrl-C stops it.",
                     running.lab.url(),
                     args.scenario,
                     running.kubeconfig().display(),
-                    running.kubeconfig().display()
+                    running.kubeconfig().display(),
+                    running.directory().display(),
+                    running.directory().display()
                 )?;
                 stdout.flush()?;
                 drop(stdout);
@@ -94,7 +97,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     _ => Scope::All,
                 };
                 let context = format!("{} (lab: {})", connection.context, args.scenario);
-                console(client, context, scope, cli.global.no_color).await?;
+                let archive_root = cli
+                    .global
+                    .archive_root
+                    .clone()
+                    .unwrap_or_else(|| running.directory().to_path_buf());
+                let options = tui::app::Options {
+                    context,
+                    scope,
+                    no_color: cli.global.no_color,
+                    archive_root: Some(archive_root),
+                    archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
+                    kubeconfig: Some(running.kubeconfig()),
+                };
+                console(client, options).await?;
             }
             running.stop().await
         }
@@ -103,21 +119,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
                     .await?;
             let scope = scope(&cli.global, &connection.default_namespace);
-            console(client, connection.context, scope, cli.global.no_color).await
+            let options = tui::app::Options {
+                context: connection.context,
+                scope,
+                no_color: cli.global.no_color,
+                archive_root: cli.global.archive_root.clone(),
+                archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
+                kubeconfig: cli.global.kubeconfig.clone(),
+            };
+            console(client, options).await
         }
     }
 }
 
 /// Opens the terminal UI, runs it and always restores the terminal (ratatui's panic hook
 /// restores it on a panic).
-pub async fn console(
-    client: kube::Client,
-    context: String,
-    scope: Scope,
-    no_color: bool,
-) -> anyhow::Result<()> {
+pub async fn console(client: kube::Client, options: tui::app::Options) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
-    let options = tui::app::Options { context, scope, no_color };
     let result = tui::app::run(
         &mut terminal,
         client,

@@ -4,7 +4,8 @@ use bloodraven_crd::{MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 
-use super::state::{ConnectionStatus, Scope, SourceKind};
+use super::state::{ConnectionStatus, Key, Scope, SourceKind};
+use crate::archive::{ArchiveOutcome, ArchiveRequest};
 
 /// Something the user asked for (after the keymap).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +49,17 @@ pub enum DataEvent {
     Backups(Change<MysqlBackup>),
     Verifications(Change<MysqlBackupVerification>),
     Events(Change<Event>),
-    Connection { source: SourceKind, status: ConnectionStatus, at: Timestamp },
+    Connection {
+        source: SourceKind,
+        status: ConnectionStatus,
+        at: Timestamp,
+    },
+    /// The archive source read a group's archive.
+    Archive {
+        key: Key,
+        outcome: ArchiveOutcome,
+        at: Timestamp,
+    },
 }
 
 /// Everything `update` handles.
@@ -60,6 +71,8 @@ pub enum Action {
     Tick(Timestamp),
     /// The terminal changed size.
     Resize,
+    /// The runtime rebuilt the client for a kubeconfig context (`:ctx <name>`), or could not.
+    ContextSwitched(Result<String, String>),
 }
 
 /// What `update` asks the runtime to do.
@@ -69,5 +82,12 @@ pub enum Effect {
     Render,
     /// Restart the sources for another namespace scope.
     Watch(Scope),
+    /// Read a group's archive (list and get only) and report its coverage.
+    LoadArchive {
+        key: Key,
+        request: ArchiveRequest,
+    },
+    /// Rebuild the client from this kubeconfig context and restart the sources.
+    SwitchContext(String),
     Quit,
 }

@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::action::{Change, DataEvent};
-use super::state::{ConnectionStatus, Scope, SourceKind};
+use super::state::{ConnectionStatus, Key, Scope, SourceKind};
+use crate::archive::ArchiveRequest;
 
 /// The longest wait between reconnection attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -77,6 +78,24 @@ where
         Scope::Namespace(namespace) => Api::namespaced(client.clone(), namespace),
         Scope::All => Api::all(client.clone()),
     }
+}
+
+/// Reads a group's archive once (list and get only, [`crate::archive::load`]) and reports the
+/// outcome as a [`DataEvent::Archive`]; the coverage is computed here, off the UI loop.
+pub fn read_archive(
+    access: crate::archive::ArchiveAccess,
+    key: Key,
+    request: ArchiveRequest,
+    sender: &mpsc::Sender<DataEvent>,
+) -> JoinHandle<()> {
+    let sender = sender.clone();
+    tokio::spawn(async move {
+        let outcome = crate::archive::load(&access, &request).await;
+        if let crate::archive::ArchiveOutcome::Failed(error) = &outcome {
+            tracing::warn!(group = ?key, %error, "reading the archive failed");
+        }
+        let _ = sender.send(DataEvent::Archive { key, outcome, at: Timestamp::now() }).await;
+    })
 }
 
 /// The delay before attempt `failures + 1`: 1 s, 2 s, 4 s … up to [`MAX_BACKOFF`].

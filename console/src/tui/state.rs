@@ -202,7 +202,27 @@ pub struct Data {
     pub backups: BTreeMap<Key, MysqlBackup>,
     pub verifications: BTreeMap<Key, MysqlBackupVerification>,
     pub events: BTreeMap<Key, Event>,
+    /// Archive coverage per group, read when the archive panel is shown.
+    pub archives: BTreeMap<Key, ArchiveState>,
     pub sources: BTreeMap<SourceKind, SourceState>,
+}
+
+/// What is known about one group's archive.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArchiveState {
+    /// When the console last asked for it.
+    pub requested: Option<Timestamp>,
+    /// When the last answer arrived.
+    pub updated: Option<Timestamp>,
+    pub outcome: Option<crate::archive::ArchiveOutcome>,
+}
+
+impl ArchiveState {
+    /// Whether a request is in flight.
+    pub fn loading(&self) -> bool {
+        self.requested
+            .is_some_and(|requested| self.updated.is_none_or(|updated| updated < requested))
+    }
 }
 
 /// Everything.

@@ -5,8 +5,65 @@ use std::collections::BTreeMap;
 use super::action::{Action, Change, DataEvent, Effect, Intent};
 use super::state::{DetailTab, Key, Mode, Scope, Screen, SortColumn, SourceKind, State, key_of};
 
+/// How long an archive summary stays fresh before the panel reads the archive again.
+pub const ARCHIVE_REFRESH: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+
 /// Applies `action` to `state` and says what the runtime must do.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let mut effects = step(state, action);
+    if state.frozen.is_none()
+        && let Some(effect) = archive_effect(state)
+    {
+        effects.push(effect);
+        if !effects.contains(&Effect::Render) {
+            effects.push(Effect::Render);
+        }
+    }
+    effects
+}
+
+/// When the archive panel of a group is shown and its archive was never read, or was read
+/// more than [`ARCHIVE_REFRESH`] ago: ask for it (or record why there is no archive to read).
+fn archive_effect(state: &mut State) -> Option<Effect> {
+    let Screen::Group { key, tab: DetailTab::Archive } = state.screen().clone() else {
+        return None;
+    };
+    let group = state.data.groups.get(&key)?;
+    let now = state.now;
+    let known = state.data.archives.get(&key).cloned().unwrap_or_default();
+    let fresh = known.updated.is_some_and(|updated| now.duration_since(updated) < ARCHIVE_REFRESH);
+    if known.loading() || fresh {
+        return None;
+    }
+    let location = crate::archive::locate(group);
+    let backups = state
+        .data
+        .backups
+        .iter()
+        .filter(|((namespace, _), backup)| {
+            *namespace == key.0 && backup.spec.failover_group_ref.name == key.1
+        })
+        .map(|(_, backup)| crate::archive::BackupAnchor::of(backup))
+        .collect();
+    let entry = state.data.archives.entry(key.clone()).or_default();
+    match location {
+        Ok(location) => {
+            entry.requested = Some(now);
+            Some(Effect::LoadArchive {
+                key,
+                request: crate::archive::ArchiveRequest { location, backups },
+            })
+        }
+        Err(reason) => {
+            entry.requested = Some(now);
+            entry.updated = Some(now);
+            entry.outcome = Some(crate::archive::ArchiveOutcome::Failed(reason));
+            None
+        }
+    }
+}
+
+fn step(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Input(intent) => input(state, intent),
         Action::Data(event) => {
@@ -27,6 +84,16 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             vec![Effect::Render]
         }
         Action::Resize => vec![Effect::Render],
+        Action::ContextSwitched(Ok(context)) => {
+            state.context.clone_from(&context);
+            reset_data(state);
+            state.ui.message = Some(format!("context {context}"));
+            vec![Effect::Render]
+        }
+        Action::ContextSwitched(Err(error)) => {
+            state.ui.message = Some(error);
+            vec![Effect::Render]
+        }
     }
 }
 
@@ -68,6 +135,12 @@ fn apply_data(state: &mut State, event: DataEvent) {
         }
         DataEvent::Connection { source, status, at: _ } => {
             state.data.sources.entry(source).or_default().status = status;
+            return;
+        }
+        DataEvent::Archive { key, outcome, at: _ } => {
+            let archive = state.data.archives.entry(key).or_default();
+            archive.updated = Some(now);
+            archive.outcome = Some(outcome);
             return;
         }
     };
@@ -250,11 +323,15 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
                 }
             },
         },
+        ["ctx" | "context", context] => {
+            state.ui.message = Some(format!("switching to context {context}…"));
+            effects.push(Effect::SwitchContext((*context).to_owned()));
+        }
         ["q" | "quit"] => return vec![Effect::Quit],
         [] => {}
         _ => {
             state.ui.message = Some(format!(
-                "unknown command {command:?}; try: ns <name>, ns all, view <{}>",
+                "unknown command {command:?}; try: ns <name>, ns all, ctx <name>, view <{}>",
                 view_names()
             ))
         }
@@ -286,6 +363,13 @@ fn rescope(state: &mut State, scope: Scope) -> Option<Effect> {
         return None;
     }
     state.scope = scope.clone();
+    reset_data(state);
+    state.ui.message = Some(format!("watching {scope}"));
+    Some(Effect::Watch(scope))
+}
+
+/// Drops the data of the old scope or cluster and goes back to the fleet.
+fn reset_data(state: &mut State) {
     state.data = super::state::Data::default();
     for source in SourceKind::ALL {
         state.data.sources.insert(source, super::state::SourceState::default());
@@ -293,8 +377,6 @@ fn rescope(state: &mut State, scope: Scope) -> Option<Effect> {
     state.ui.screens.truncate(1);
     state.ui.mode = Mode::Fleet;
     state.ui.selected = 0;
-    state.ui.message = Some(format!("watching {scope}"));
-    Some(Effect::Watch(scope))
 }
 
 #[cfg(test)]

@@ -219,3 +219,98 @@ fn detail_scrolls_and_a_new_tab_starts_at_the_top() {
     keys(&mut state, &[Intent::Down, Intent::NextTab]);
     assert_eq!(state.ui.scroll, 0);
 }
+
+#[test]
+fn the_archive_panel_asks_for_the_archive_and_refreshes_it() {
+    use crate::archive::{ArchiveLocation, ArchiveOutcome};
+    use crate::tui::state::ArchiveState;
+
+    let mut state = scenario_state("archive-gap");
+    // Other panels ask for nothing.
+    assert_eq!(keys(&mut state, &[Intent::Open]), [Effect::Render]);
+    let Screen::Group { key, .. } = state.screen().clone() else { panic!() };
+    let effects = keys(&mut state, &[Intent::Tab(5)]);
+    let [Effect::Render, Effect::LoadArchive { key: asked, request }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(asked, &key);
+    assert!(matches!(request.location, ArchiveLocation::Pvc { .. }), "{request:?}");
+    assert!(!request.backups.is_empty(), "the group's backups are the anchors");
+    assert!(state.data.archives[&key].loading());
+    // In flight: scrolling and ticks do not ask again.
+    assert_eq!(keys(&mut state, &[Intent::Down, Intent::Up]), [Effect::Render, Effect::Render]);
+    let outcome = ArchiveOutcome::Failed("test".to_owned());
+    let effects = update(
+        &mut state,
+        Action::Data(DataEvent::Archive { key: key.clone(), outcome: outcome.clone(), at: now() }),
+    );
+    assert_eq!(effects, [Effect::Render]);
+    assert_eq!(
+        state.data.archives[&key],
+        ArchiveState { requested: Some(now()), updated: Some(now()), outcome: Some(outcome) }
+    );
+    // Fresh for ARCHIVE_REFRESH, then read again.
+    let later = now().checked_add(jiff::SignedDuration::from_secs(29)).unwrap();
+    assert_eq!(update(&mut state, Action::Tick(later)), [Effect::Render]);
+    let later = now().checked_add(super::ARCHIVE_REFRESH).unwrap();
+    let effects = update(&mut state, Action::Tick(later));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Render, Effect::LoadArchive { .. }]),
+        "{effects:?}"
+    );
+    // Leaving the panel stops asking.
+    keys(&mut state, &[Intent::Tab(0)]);
+    let much_later = later.checked_add(jiff::SignedDuration::from_secs(300)).unwrap();
+    assert_eq!(update(&mut state, Action::Tick(much_later)), [Effect::Render]);
+}
+
+#[test]
+fn a_group_without_pitr_says_why_without_reading() {
+    let mut state = scenario_state("healthy");
+    let key = crate::tui::state::key_of(&state.visible_groups()[0].metadata);
+    if let Some(pitr) = state
+        .data
+        .groups
+        .get_mut(&key)
+        .and_then(|group| group.spec.backup.as_mut())
+        .and_then(|backup| backup.pitr.as_mut())
+    {
+        pitr.enabled = Some(false);
+    }
+    keys(&mut state, &[Intent::Open]);
+    assert_eq!(state.screen(), &Screen::Group { key: key.clone(), tab: DetailTab::Overview });
+    assert_eq!(keys(&mut state, &[Intent::Tab(5)]), [Effect::Render]);
+    assert_eq!(
+        state.data.archives[&key].outcome,
+        Some(crate::archive::ArchiveOutcome::Failed(
+            "PITR is not enabled (spec.backup.pitr.enabled)".to_owned()
+        ))
+    );
+}
+
+#[test]
+fn ctx_asks_for_another_client_and_drops_the_old_data() {
+    let mut state = scenario_state("healthy");
+    let mut intents = vec![Intent::Open, Intent::StartCommand];
+    intents.extend("ctx staging".chars().map(Intent::Type));
+    intents.push(Intent::Submit);
+    let effects = keys(&mut state, &intents);
+    assert!(effects.contains(&Effect::SwitchContext("staging".to_owned())), "{effects:?}");
+    assert!(!state.data.groups.is_empty(), "the old data stays until the new client is up");
+
+    let effects = update(
+        &mut state,
+        Action::ContextSwitched(Err("context staging: no such context".to_owned())),
+    );
+    assert_eq!(effects, [Effect::Render]);
+    assert_eq!(state.ui.message.as_deref(), Some("context staging: no such context"));
+    assert_eq!(state.context, "lab");
+    assert!(!state.data.groups.is_empty());
+
+    update(&mut state, Action::ContextSwitched(Ok("staging".to_owned())));
+    assert_eq!(state.context, "staging");
+    assert!(state.data.groups.is_empty(), "data of the old cluster is dropped");
+    assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connecting);
+    assert_eq!(state.screen(), &Screen::Fleet);
+    assert_eq!(state.ui.message.as_deref(), Some("context staging"));
+}

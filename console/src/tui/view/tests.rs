@@ -66,6 +66,59 @@ fn snapshots_of_every_view() {
     }
 }
 
+/// The archive coverage panel with a fixture archive read (fixed `now`).
+#[test]
+fn snapshots_of_the_archive_coverage() {
+    use bloodraven_archive::fixtures::Scenario;
+
+    use crate::archive::ArchiveOutcome;
+    use crate::archive::tests::fixture_summary;
+
+    let cases = [
+        ("coverage_gap", "archive-gap", Scenario::ArchiveGap),
+        ("coverage_fork", "pitr-divergent", Scenario::LossyFailoverFork),
+        ("coverage_healthy", "healthy", Scenario::HealthyPlannedFailover),
+    ];
+    for (name, scenario, fixture) in cases {
+        let mut state = pressed(scenario, &[Intent::Open, Intent::Tab(5)]);
+        let super::super::state::Screen::Group { key, .. } = state.screen().clone() else {
+            panic!()
+        };
+        let outcome = ArchiveOutcome::Covered(Box::new(fixture_summary(fixture)));
+        let at = state.now;
+        update(&mut state, Action::Data(DataEvent::Archive { key, outcome, at }));
+        let wide = draw(&state, 120, 36);
+        assert!(wide.contains("Archive coverage"), "{wide}");
+        insta::assert_snapshot!(format!("{name}_120x36"), wide);
+        insta::assert_snapshot!(format!("{name}_80x24"), draw(&state, 80, 24));
+        // Scrolled to the windows.
+        for _ in 0..8 {
+            update(&mut state, Action::Input(Intent::Down));
+        }
+        insta::assert_snapshot!(format!("{name}_scrolled_80x24"), draw(&state, 80, 24));
+    }
+}
+
+#[test]
+fn a_refused_archive_names_the_token_meaning_and_remedy() {
+    use crate::archive::ArchiveOutcome;
+
+    let mut state = pressed("healthy", &[Intent::Open, Intent::Tab(5)]);
+    let super::super::state::Screen::Group { key, .. } = state.screen().clone() else { panic!() };
+    let outcome = ArchiveOutcome::Refused {
+        token: "PITRArchiveNotFound".to_owned(),
+        message: "no archive.json and no manifests under binlogs".to_owned(),
+        remedy: "check the archive profile".to_owned(),
+    };
+    let at = state.now;
+    update(&mut state, Action::Data(DataEvent::Archive { key, outcome, at }));
+    let text = draw(&state, 120, 36);
+    assert!(text.contains("REFUSED PITRArchiveNotFound"), "{text}");
+    assert!(text.contains("remedy:"), "{text}");
+    assert!(text.contains("archive read 0s ago"), "{text}");
+    insta::assert_snapshot!("coverage_refused_120x36", text);
+}
+
 #[test]
 fn stale_data_is_marked() {
     let mut state = scenario_state("healthy");

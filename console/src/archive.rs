@@ -1,0 +1,579 @@
+//! The archive coverage panel's data: where a group's PITR archive lives, opening it through a
+//! store that only lists and reads, and an owned, plain-data summary of
+//! [`bloodraven_archive::Coverage`] for the view.
+
+use std::path::{Path, PathBuf};
+
+use bloodraven_archive::coverage::{ForkCause, GapKind, WindowStop};
+use bloodraven_archive::manifest::RecordKind;
+use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
+use bloodraven_archive::{BackupPoint, Coverage, OpenArchive, OpenError};
+use bloodraven_crd::{MysqlBackup, MysqlFailoverGroup};
+use bloodraven_gtid::GtidSet;
+use bloodraven_store::{
+    ArchiveRoot, Error, FsStore, ObjectStore, Operation, S3Config, S3Credentials, S3Store,
+};
+use jiff::Timestamp;
+
+/// Where a group's archive lives, from `spec.backup.pitr.profileName` →
+/// `spec.backup.profiles[].storage`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArchiveLocation {
+    /// A PVC: `<archive root>/<namespace>/<claim>/<subPath>/binlogs`.
+    Pvc { namespace: String, claim: String, sub_path: String },
+    /// An S3 bucket: `<prefix>/binlogs`.
+    S3 {
+        namespace: String,
+        bucket: String,
+        prefix: String,
+        endpoint: Option<String>,
+        region: Option<String>,
+        /// The profile's `credentialsSecretName` (read only with
+        /// `--archive-credentials-from-secret`).
+        credentials_secret: Option<String>,
+    },
+}
+
+impl std::fmt::Display for ArchiveLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveLocation::Pvc { namespace, claim, sub_path } => {
+                write!(f, "pvc://{namespace}/{claim}/{sub_path}")
+            }
+            ArchiveLocation::S3 { bucket, prefix, .. } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// The archive location of `group`, or why there is none.
+pub fn locate(group: &MysqlFailoverGroup) -> Result<ArchiveLocation, String> {
+    let backup = group.spec.backup.as_ref().ok_or("spec.backup is not set")?;
+    let pitr = backup.pitr.as_ref().ok_or("spec.backup.pitr is not set")?;
+    if pitr.enabled != Some(true) {
+        return Err("PITR is not enabled (spec.backup.pitr.enabled)".to_owned());
+    }
+    let profile_name =
+        pitr.profile_name.as_deref().ok_or("spec.backup.pitr.profileName is not set")?;
+    let profile = backup
+        .profiles
+        .iter()
+        .find(|profile| profile.name == profile_name)
+        .ok_or_else(|| format!("spec.backup.profiles has no profile {profile_name:?}"))?;
+    if let Some(pvc) = &profile.storage.pvc {
+        let claim = pvc.claim_name.clone().unwrap_or_else(|| {
+            // A provisioned claim is named after the group and the profile.
+            format!("{}-{profile_name}", group.metadata.name.as_deref().unwrap_or_default())
+        });
+        return Ok(ArchiveLocation::Pvc {
+            namespace: group.metadata.namespace.clone().unwrap_or_default(),
+            claim,
+            sub_path: pvc.sub_path.clone().unwrap_or_default(),
+        });
+    }
+    if let Some(s3) = &profile.storage.s3 {
+        return Ok(ArchiveLocation::S3 {
+            namespace: group.metadata.namespace.clone().unwrap_or_default(),
+            bucket: s3.bucket.clone(),
+            prefix: s3.prefix.clone().unwrap_or_default(),
+            endpoint: s3.endpoint_url.clone(),
+            region: s3.region.clone(),
+            credentials_secret: s3.credentials_secret_name.clone(),
+        });
+    }
+    Err(format!("profile {profile_name:?} has neither pvc nor s3 storage"))
+}
+
+/// A backup as an anchor on the timeline: `gtidExecuted` and its completion time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackupAnchor {
+    pub name: String,
+    pub gtid_executed: Option<String>,
+    pub completed: Option<Timestamp>,
+}
+
+impl BackupAnchor {
+    /// The anchor of a backup object.
+    pub fn of(backup: &MysqlBackup) -> Self {
+        let status = backup.status.as_ref();
+        Self {
+            name: backup.metadata.name.clone().unwrap_or_default(),
+            gtid_executed: status.and_then(|status| status.gtid_executed.clone()),
+            completed: status.and_then(|status| status.completion_time.as_ref()).map(|t| t.0),
+        }
+    }
+}
+
+/// What the console asks the archive source for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveRequest {
+    pub location: ArchiveLocation,
+    pub backups: Vec<BackupAnchor>,
+}
+
+/// How a file is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFlag {
+    Usable,
+    Quarantined,
+    Divergent,
+    /// On a dead branch (a fork).
+    Forked,
+    /// On a site with a history-integrity marker.
+    Unsafe,
+}
+
+/// One archived binlog as a time bar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileBar {
+    pub name: String,
+    pub start: Option<Timestamp>,
+    pub end: Option<Timestamp>,
+    pub flag: FileFlag,
+}
+
+/// A promotion or reset record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordMarker {
+    pub label: String,
+    pub reset: bool,
+    pub at: Timestamp,
+}
+
+/// One site's timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteTimeline {
+    pub site: String,
+    pub files: Vec<FileBar>,
+    pub records: Vec<RecordMarker>,
+    pub horizon: Option<Timestamp>,
+    pub retired: usize,
+    /// The history-integrity violation, when the site is marked.
+    pub marker: Option<String>,
+}
+
+/// A gap in the archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GapLine {
+    pub site: String,
+    pub gtids: String,
+    pub kind: String,
+    pub at: Timestamp,
+}
+
+/// A dead branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForkLine {
+    pub site: String,
+    pub gtids: String,
+    pub start: Option<Timestamp>,
+    pub end: Option<Timestamp>,
+    pub cause: String,
+}
+
+/// A backup's restorable window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackupWindow {
+    pub name: String,
+    pub completed: Option<Timestamp>,
+    /// `Err` when the backup has no usable `gtidExecuted` or completion time.
+    pub window: Result<WindowLine, String>,
+}
+
+/// Where a window starts and ends, and the token a later target refuses with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowLine {
+    pub start: Timestamp,
+    pub end: Option<Timestamp>,
+    pub stop_token: &'static str,
+    pub stop_detail: String,
+}
+
+/// The coverage summary the view draws.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveSummary {
+    pub location: String,
+    pub archive_id: String,
+    /// The earliest and latest time on any timeline.
+    pub span: Option<(Timestamp, Timestamp)>,
+    pub sites: Vec<SiteTimeline>,
+    pub gaps: Vec<GapLine>,
+    pub forks: Vec<ForkLine>,
+    pub retention_horizon: Option<Timestamp>,
+    pub backups: Vec<BackupWindow>,
+}
+
+/// The outcome of reading an archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArchiveOutcome {
+    Covered(Box<ArchiveSummary>),
+    /// The reader refused the archive with a catalog token.
+    Refused {
+        token: String,
+        message: String,
+        remedy: String,
+    },
+    /// The archive could not be read (store unreachable, transient failures).
+    Failed(String),
+}
+
+fn gap_kind(kind: &GapKind) -> &'static str {
+    match kind {
+        GapKind::NeverArchived => "never archived",
+        GapKind::Quarantined => "quarantined only",
+        GapKind::UnsafeHistory => "unsafe history only",
+        GapKind::Retired => "retired",
+        GapKind::BeforeArchive => "before the archive",
+        GapKind::Unreachable => "unreachable",
+    }
+}
+
+fn stop_detail(coverage: &Coverage, stop: &WindowStop) -> String {
+    let file = |index: &usize| {
+        coverage
+            .files
+            .get(*index)
+            .map_or_else(String::new, |file| format!(" at {}/{}", file.site, file.name))
+    };
+    match stop {
+        WindowStop::ArchiveHead => "archive head: nothing newer archived".to_owned(),
+        WindowStop::Gap { missing, kind, file: index } => {
+            format!("gap {missing:#} ({}){}", gap_kind(kind), file(index))
+        }
+        WindowStop::DivergentHistory { ours, theirs, file: index } => {
+            format!(
+                "divergent history{}: exclude {ours:#} to follow, {theirs:#} to stay",
+                file(index)
+            )
+        }
+        WindowStop::BackupNotOnLineage { in_backup, file: index } => {
+            format!("backup not on lineage{}: {in_backup:#}", file(index))
+        }
+        WindowStop::UnsafeHistory { file: index } => format!("unsafe history{}", file(index)),
+    }
+}
+
+/// The summary of an opened archive, with the windows of `backups`.
+pub fn summarize(
+    location: &str,
+    archive: &OpenArchive,
+    backups: &[BackupAnchor],
+) -> ArchiveSummary {
+    let coverage = Coverage::of(archive);
+    let forked: std::collections::BTreeSet<usize> =
+        coverage.forks.iter().flat_map(|fork| fork.files.iter().copied()).collect();
+    let mut earliest: Option<Timestamp> = None;
+    let mut latest: Option<Timestamp> = None;
+    let mut see = |at: Option<Timestamp>| {
+        if let Some(at) = at {
+            earliest = Some(earliest.map_or(at, |e| e.min(at)));
+            latest = Some(latest.map_or(at, |l| l.max(at)));
+        }
+    };
+    let sites = coverage
+        .sites
+        .iter()
+        .map(|site| {
+            let files = site
+                .files
+                .iter()
+                .filter_map(|index| coverage.files.get(*index).map(|file| (*index, file)))
+                .map(|(index, file)| {
+                    let flag = if file.quarantined {
+                        FileFlag::Quarantined
+                    } else if forked.contains(&index) {
+                        FileFlag::Forked
+                    } else if file.divergent {
+                        FileFlag::Divergent
+                    } else if site.history_integrity.is_some() {
+                        FileFlag::Unsafe
+                    } else {
+                        FileFlag::Usable
+                    };
+                    FileBar { name: file.name.clone(), start: file.start, end: file.end, flag }
+                })
+                .collect::<Vec<_>>();
+            let records = site
+                .episodes
+                .iter()
+                .filter_map(|index| coverage.episodes.get(*index))
+                .map(|episode| RecordMarker {
+                    label: episode.label.clone(),
+                    reset: !matches!(episode.kind, RecordKind::Promotion),
+                    at: episode.observed_at,
+                })
+                .collect::<Vec<_>>();
+            SiteTimeline {
+                site: site.site.clone(),
+                files,
+                records,
+                horizon: site.retention.horizon,
+                retired: site.retention.retired,
+                marker: site
+                    .history_integrity
+                    .as_ref()
+                    .map(|marker| format!("{:?}", marker.violation)),
+            }
+        })
+        .collect::<Vec<_>>();
+    for site in &sites {
+        for file in &site.files {
+            see(file.start);
+            see(file.end);
+        }
+        for record in &site.records {
+            see(Some(record.at));
+        }
+    }
+    let backups = backups
+        .iter()
+        .map(|backup| {
+            let window = match (&backup.gtid_executed, backup.completed) {
+                (Some(gtids), Some(completed)) => match gtids.parse::<GtidSet>() {
+                    Ok(gtid_executed) => {
+                        let point = BackupPoint { gtid_executed, dump_end: completed };
+                        let window = coverage.window(&point, &GtidSet::new());
+                        Ok(WindowLine {
+                            start: window.start,
+                            end: window.end,
+                            stop_token: window.stop.token(),
+                            stop_detail: stop_detail(&coverage, &window.stop),
+                        })
+                    }
+                    Err(error) => Err(format!("gtidExecuted is not a GTID set: {error}")),
+                },
+                (None, _) => Err("no gtidExecuted yet".to_owned()),
+                (_, None) => Err("not completed yet".to_owned()),
+            };
+            BackupWindow { name: backup.name.clone(), completed: backup.completed, window }
+        })
+        .collect();
+    ArchiveSummary {
+        location: location.to_owned(),
+        archive_id: archive.descriptor.archive_id.to_string(),
+        span: earliest.zip(latest),
+        sites,
+        gaps: coverage
+            .gaps
+            .iter()
+            .map(|gap| GapLine {
+                site: gap.site.clone(),
+                gtids: format!("{:#}", gap.gtids),
+                kind: gap_kind(&gap.kind).to_owned(),
+                at: gap.at,
+            })
+            .collect(),
+        forks: coverage
+            .forks
+            .iter()
+            .map(|fork| ForkLine {
+                site: fork.site.clone(),
+                gtids: format!("{:#}", fork.gtids),
+                start: fork.start,
+                end: fork.end,
+                cause: match &fork.cause {
+                    ForkCause::LostAtFailover(label) => format!("lost at failover {label}"),
+                    ForkCause::Branch => "branch (split brain or errant)".to_owned(),
+                },
+            })
+            .collect(),
+        retention_horizon: coverage.retention_horizon,
+        backups,
+    }
+}
+
+/// A store that only lists and reads: writes fail inside the process (the console is
+/// read-only, as [`crate::client::ReadOnlyLayer`] is for the API server).
+pub struct ReadOnlyStore<S> {
+    inner: S,
+}
+
+impl<S: ObjectStore> ReadOnlyStore<S> {
+    pub fn new(inner: S) -> Self {
+        Self { inner }
+    }
+
+    fn refuse(&self, operation: Operation, key: &str) -> Error {
+        Error::Permanent {
+            store: self.inner.describe().to_owned(),
+            operation,
+            key: key.to_owned(),
+            detail: "the console is read-only".to_owned(),
+        }
+    }
+}
+
+impl<S: ObjectStore> ObjectStore for ReadOnlyStore<S> {
+    fn describe(&self) -> &str {
+        self.inner.describe()
+    }
+
+    async fn list(
+        &self,
+        prefix: &str,
+        continuation: Option<&str>,
+        page_size: u32,
+    ) -> bloodraven_store::Result<bloodraven_store::ListPage> {
+        self.inner.list(prefix, continuation, page_size).await
+    }
+
+    async fn head(&self, key: &str) -> bloodraven_store::Result<bloodraven_store::ObjectMeta> {
+        self.inner.head(key).await
+    }
+
+    async fn get(&self, key: &str) -> bloodraven_store::Result<bloodraven_store::Object> {
+        self.inner.get(key).await
+    }
+
+    async fn get_range(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> bloodraven_store::Result<bloodraven_store::Object> {
+        self.inner.get_range(key, range).await
+    }
+
+    async fn put(&self, key: &str, _body: Vec<u8>) -> bloodraven_store::Result<()> {
+        Err(self.refuse(Operation::Put, key))
+    }
+
+    async fn create(&self, key: &str, _body: Vec<u8>) -> bloodraven_store::Result<()> {
+        Err(self.refuse(Operation::Create, key))
+    }
+
+    async fn delete(&self, key: &str) -> bloodraven_store::Result<()> {
+        Err(self.refuse(Operation::Delete, key))
+    }
+}
+
+/// The filesystem store and archive root of a PVC location under `archive_root`.
+pub fn pvc_store(
+    archive_root: &Path,
+    location: &ArchiveLocation,
+) -> Result<(PathBuf, ArchiveRoot), String> {
+    match location {
+        ArchiveLocation::Pvc { namespace, claim, sub_path } => {
+            let directory = archive_root.join(namespace).join(claim);
+            let root = ArchiveRoot::under_profile(sub_path)
+                .map_err(|error| format!("the archive root under {location}: {error}"))?;
+            Ok((directory, root))
+        }
+        ArchiveLocation::S3 { .. } => Err(format!("{location} is not a PVC archive")),
+    }
+}
+
+/// How the archive source reaches archives.
+#[derive(Clone, Default)]
+pub struct ArchiveAccess {
+    /// Where PVC archives are (`--archive-root`).
+    pub archive_root: Option<PathBuf>,
+    /// With `--archive-credentials-from-secret`: the read-only client that reads the profile's
+    /// Secret. Without it S3 uses the local AWS environment (the SDK's default chain).
+    pub secret_client: Option<kube::Client>,
+}
+
+impl std::fmt::Debug for ArchiveAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveAccess")
+            .field("archive_root", &self.archive_root)
+            .field("credentials_from_secret", &self.secret_client.is_some())
+            .finish()
+    }
+}
+
+/// The S3 keys of a profile's credentials Secret (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, optionally `AWS_SESSION_TOKEN`), read with a GET.
+pub async fn secret_credentials(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<S3Credentials, String> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let secret = api
+        .get(name)
+        .await
+        .map_err(|error| format!("reading Secret {namespace}/{name}: {error}"))?;
+    let data = secret.data.unwrap_or_default();
+    let value =
+        |key: &str| data.get(key).map(|bytes| String::from_utf8_lossy(&bytes.0).trim().to_owned());
+    let field = |key: &str| {
+        value(key)
+            .filter(|text| !text.is_empty())
+            .ok_or_else(|| format!("Secret {namespace}/{name} has no {key}"))
+    };
+    Ok(S3Credentials::Static {
+        access_key_id: field("AWS_ACCESS_KEY_ID")?,
+        secret_access_key: field("AWS_SECRET_ACCESS_KEY")?,
+        session_token: value("AWS_SESSION_TOKEN").filter(|text| !text.is_empty()),
+    })
+}
+
+async fn open_summary<S: ObjectStore>(
+    store: S,
+    root: &ArchiveRoot,
+    request: &ArchiveRequest,
+) -> ArchiveOutcome {
+    let store = ReadOnlyStore::new(store);
+    match bloodraven_store::open_archive(&store, root, ReaderOptions::new(ReaderKey::None)).await {
+        Ok(archive) => ArchiveOutcome::Covered(Box::new(summarize(
+            &request.location.to_string(),
+            &archive,
+            &request.backups,
+        ))),
+        Err(OpenError::Refused(refusal)) => ArchiveOutcome::Refused {
+            token: refusal.token.as_str().to_owned(),
+            message: refusal.message.clone(),
+            remedy: refusal.remedy.to_owned(),
+        },
+        Err(error) => ArchiveOutcome::Failed(error.to_string()),
+    }
+}
+
+/// Opens the archive of `request` (list and get only) and summarizes it.
+pub async fn load(access: &ArchiveAccess, request: &ArchiveRequest) -> ArchiveOutcome {
+    if let ArchiveLocation::S3 { namespace, bucket, prefix, endpoint, region, credentials_secret } =
+        &request.location
+    {
+        let credentials = match (&access.secret_client, credentials_secret) {
+            (Some(client), Some(name)) => match secret_credentials(client, namespace, name).await {
+                Ok(credentials) => credentials,
+                Err(error) => return ArchiveOutcome::Failed(error),
+            },
+            (Some(_), None) => {
+                return ArchiveOutcome::Failed(format!(
+                    "{}: the profile names no credentialsSecretName",
+                    request.location
+                ));
+            }
+            (None, _) => S3Credentials::Environment,
+        };
+        let root = match ArchiveRoot::under_profile(prefix) {
+            Ok(root) => root,
+            Err(error) => return ArchiveOutcome::Failed(error.to_string()),
+        };
+        let mut config = S3Config::new(bucket.clone(), "", credentials);
+        config.endpoint.clone_from(endpoint);
+        config.region.clone_from(region);
+        return match S3Store::connect(config).await {
+            Ok(store) => open_summary(store, &root, request).await,
+            Err(error) => ArchiveOutcome::Failed(error.to_string()),
+        };
+    }
+    let Some(archive_root) = &access.archive_root else {
+        return ArchiveOutcome::Failed(format!(
+            "{}: no archive root: start the console with --archive-root DIR",
+            request.location
+        ));
+    };
+    let (directory, root) = match pvc_store(archive_root, &request.location) {
+        Ok(found) => found,
+        Err(error) => return ArchiveOutcome::Failed(error),
+    };
+    match FsStore::new(&directory) {
+        Ok(store) => open_summary(store, &root, request).await,
+        Err(error) => ArchiveOutcome::Failed(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

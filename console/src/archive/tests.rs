@@ -1,0 +1,164 @@
+use bloodraven_archive::fixtures::{Fixture, Scenario};
+use bloodraven_store::archive::write_fixture;
+
+use super::*;
+
+fn anchors(fixture: &Fixture) -> Vec<BackupAnchor> {
+    fixture
+        .backups
+        .iter()
+        .map(|(name, point)| BackupAnchor {
+            name: (*name).to_owned(),
+            gtid_executed: Some(point.gtid_executed.to_string()),
+            completed: Some(point.dump_end),
+        })
+        .collect()
+}
+
+/// Lays `scenario` at the PVC layout of `location` under a new directory.
+async fn laid(scenario: Scenario, location: &ArchiveLocation) -> tempfile::TempDir {
+    let directory = tempfile::tempdir().unwrap();
+    let (store_root, root) = pvc_store(directory.path(), location).unwrap();
+    std::fs::create_dir_all(&store_root).unwrap();
+    let store = FsStore::new(&store_root).unwrap();
+    write_fixture(&store, &root, &Fixture::build(scenario)).await.unwrap();
+    directory
+}
+
+/// A summary of a fixture archive, as the archive source builds it.
+pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
+    let fixture = Fixture::build(scenario);
+    let archive = OpenArchive {
+        descriptor: fixture.descriptor.clone().unwrap(),
+        manifests: fixture.manifests.clone(),
+        content_id_key: bloodraven_archive::ContentIdKey::Plain,
+    };
+    summarize("pvc://orders/orders-backups/", &archive, &anchors(&fixture))
+}
+
+fn pvc() -> ArchiveLocation {
+    ArchiveLocation::Pvc {
+        namespace: "orders".to_owned(),
+        claim: "orders-backups".to_owned(),
+        sub_path: String::new(),
+    }
+}
+
+#[test]
+fn locates_the_pitr_profile_storage() {
+    let objects = crate::scenarios::objects("healthy", Timestamp::UNIX_EPOCH).unwrap();
+    let group: MysqlFailoverGroup = objects
+        .iter()
+        .find(|object| object["kind"] == "MysqlFailoverGroup")
+        .map(|object| serde_json::from_value(object.clone()).unwrap())
+        .unwrap();
+    assert_eq!(locate(&group), Ok(pvc()));
+    let mut off = group.clone();
+    if let Some(pitr) = off.spec.backup.as_mut().and_then(|backup| backup.pitr.as_mut()) {
+        pitr.enabled = Some(false);
+    }
+    assert_eq!(locate(&off), Err("PITR is not enabled (spec.backup.pitr.enabled)".to_owned()));
+    let mut unknown = group;
+    if let Some(pitr) = unknown.spec.backup.as_mut().and_then(|backup| backup.pitr.as_mut()) {
+        pitr.profile_name = Some("weekly".to_owned());
+    }
+    assert_eq!(locate(&unknown), Err("spec.backup.profiles has no profile \"weekly\"".to_owned()));
+}
+
+#[test]
+fn summaries_show_gaps_forks_and_windows() {
+    let healthy = fixture_summary(Scenario::HealthyPlannedFailover);
+    assert!(healthy.gaps.is_empty() && healthy.forks.is_empty(), "{healthy:?}");
+    assert_eq!(
+        healthy.sites.iter().map(|site| site.site.as_str()).collect::<Vec<_>>(),
+        ["a", "b", "c"]
+    );
+    assert!(healthy.retention_horizon.is_some());
+    assert!(healthy.sites.iter().any(|site| site.records.iter().any(|record| !record.reset)));
+
+    let gap = fixture_summary(Scenario::ArchiveGap);
+    assert_eq!(gap.gaps.len(), 1, "{:?}", gap.gaps);
+    assert!(gap.gaps[0].gtids.ends_with(":41-60"), "{:?}", gap.gaps[0]);
+    assert_eq!(gap.gaps[0].kind, "never archived");
+    assert!(gap.backups.iter().any(|backup| {
+        backup.window.as_ref().is_ok_and(|window| window.stop_token == "PITRArchiveGap")
+    }));
+
+    let fork = fixture_summary(Scenario::LossyFailoverFork);
+    assert_eq!(fork.forks.len(), 1, "{:?}", fork.forks);
+    assert!(fork.forks[0].gtids.ends_with(":96-100"), "{:?}", fork.forks[0]);
+    assert!(fork.forks[0].cause.starts_with("lost at failover"));
+    assert!(fork.sites.iter().any(|site| site.files.iter().any(|f| f.flag == FileFlag::Forked)));
+    assert!(fork.sites.iter().any(|site| site.records.iter().any(|record| record.reset)));
+}
+
+#[tokio::test]
+async fn loads_a_laid_archive_read_only() {
+    let directory = laid(Scenario::ArchiveGap, &pvc()).await;
+    let request = ArchiveRequest { location: pvc(), backups: Vec::new() };
+    let access = |root: Option<&std::path::Path>| ArchiveAccess {
+        archive_root: root.map(std::path::Path::to_path_buf),
+        secret_client: None,
+    };
+    let outcome = load(&access(Some(directory.path())), &request).await;
+    let ArchiveOutcome::Covered(summary) = outcome else { panic!("{outcome:?}") };
+    assert_eq!(summary.gaps.len(), 1);
+    assert_eq!(summary.location, "pvc://orders/orders-backups/");
+
+    // An empty claim directory: the reader's refusal, with its token.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(empty.path().join("orders/orders-backups")).unwrap();
+    let outcome = load(&access(Some(empty.path())), &request).await;
+    assert!(
+        matches!(&outcome, ArchiveOutcome::Refused { token, .. } if token == "PITRArchiveNotFound"),
+        "{outcome:?}"
+    );
+    // No root: said, not guessed.
+    let outcome = load(&access(None), &request).await;
+    assert!(matches!(&outcome, ArchiveOutcome::Failed(error) if error.contains("--archive-root")));
+    // A PVC location is not S3, and an S3 location needs no archive root.
+    let s3 = ArchiveLocation::S3 {
+        namespace: "orders".to_owned(),
+        bucket: "b".to_owned(),
+        prefix: "p".to_owned(),
+        endpoint: Some("http://127.0.0.1:9".to_owned()),
+        region: None,
+        credentials_secret: None,
+    };
+    assert!(pvc_store(directory.path(), &s3).is_err());
+}
+
+#[tokio::test]
+async fn the_store_refuses_writes() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = ReadOnlyStore::new(FsStore::new(directory.path()).unwrap());
+    let error = store.put("x", b"y".to_vec()).await.unwrap_err();
+    assert!(error.to_string().contains("read-only"), "{error}");
+    assert!(store.create("x", Vec::new()).await.is_err());
+    assert!(store.delete("x").await.is_err());
+    assert_eq!(std::fs::read_dir(directory.path()).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn the_lab_lays_each_scenario_archive_where_the_panel_reads_it() {
+    for (scenario, gaps, forks) in
+        [("healthy", 0, 0), ("archive-gap", 1, 0), ("pitr-divergent", 0, 1)]
+    {
+        let objects = crate::scenarios::objects(scenario, Timestamp::UNIX_EPOCH).unwrap();
+        let directory = tempfile::tempdir().unwrap();
+        crate::lab::lay_archives(scenario, &objects, directory.path()).await.unwrap();
+        let group: MysqlFailoverGroup = objects
+            .iter()
+            .find(|object| object["kind"] == "MysqlFailoverGroup")
+            .map(|object| serde_json::from_value(object.clone()).unwrap())
+            .unwrap();
+        let request = ArchiveRequest { location: locate(&group).unwrap(), backups: Vec::new() };
+        let access = ArchiveAccess {
+            archive_root: Some(directory.path().to_path_buf()),
+            secret_client: None,
+        };
+        let outcome = load(&access, &request).await;
+        let ArchiveOutcome::Covered(summary) = outcome else { panic!("{scenario}: {outcome:?}") };
+        assert_eq!((summary.gaps.len(), summary.forks.len()), (gaps, forks), "{scenario}");
+    }
+}
