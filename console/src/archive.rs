@@ -38,7 +38,17 @@ impl std::fmt::Display for ArchiveLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ArchiveLocation::Pvc { namespace, claim, sub_path } => {
-                write!(f, "pvc://{namespace}/{claim}/{sub_path}")
+                // The normalized destination the operator publishes in
+                // status.pitr.archive.destination, when the location normalizes.
+                let destination = bloodraven_archive::Destination::Pvc {
+                    namespace: namespace.clone(),
+                    claim: claim.clone(),
+                    sub_path: sub_path.clone(),
+                };
+                match destination.normalize() {
+                    Ok(normalized) => f.write_str(normalized.as_str()),
+                    Err(_) => write!(f, "pvc://{namespace}/{claim}/{sub_path}"),
+                }
             }
             ArchiveLocation::S3 { bucket, prefix, .. } => write!(f, "s3://{bucket}/{prefix}"),
         }

@@ -33,7 +33,7 @@ pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
         manifests: fixture.manifests.clone(),
         content_id_key: bloodraven_archive::ContentIdKey::Plain,
     };
-    summarize("pvc://orders/orders-backups/", &archive, &anchors(&fixture))
+    summarize("pvc://orders/orders-backups/binlogs", &archive, &anchors(&fixture))
 }
 
 fn pvc() -> ArchiveLocation {
@@ -103,7 +103,7 @@ async fn loads_a_laid_archive_read_only() {
     let outcome = load(&access(Some(directory.path())), &request).await;
     let ArchiveOutcome::Covered(summary) = outcome else { panic!("{outcome:?}") };
     assert_eq!(summary.gaps.len(), 1);
-    assert_eq!(summary.location, "pvc://orders/orders-backups/");
+    assert_eq!(summary.location, "pvc://orders/orders-backups/binlogs");
 
     // An empty claim directory: the reader's refusal, with its token.
     let empty = tempfile::tempdir().unwrap();

@@ -1,3 +1,4 @@
+use bloodraven_crd::catalog::Kind;
 use bloodraven_crd::group::{
     PitrToken, PlannedFailoverOutcome, PlannedFailoverPhase, RestoreReclonesPhase,
 };
@@ -151,4 +152,158 @@ fn times_shift_to_now() {
     assert_eq!(hold["holdTime"], "2026-11-29T19:52:09Z");
     assert_eq!(hold["runID"], "6f1c2a4e-4b7d-4a1f-9a0e-2d5b8c3f7e10");
     assert!(matches!(raw_objects("nope"), Err(Error::UnknownScenario(_))));
+}
+
+/// Condition reasons the catalog has no entry for, each defined by the spec at the condition
+/// level: `(condition type, status, reason)`.
+const CONDITION_REASONS_OUTSIDE_THE_CATALOG: [(&str, &str, &str); 5] = [
+    // Spec, "Status conditions" of the group: Ready=True/Healthy when every site is reachable
+    // (bloodraven_crd::ConditionReason lists it under Group: Ready / Degraded).
+    ("Ready", "True", "Healthy"),
+    // Spec, "Restore-in-place" (post-restore reclones): "the Degraded condition reads NoPrimary";
+    // the Ready condition carries the same reason while no site is writable.
+    ("Ready", "False", "NoPrimary"),
+    // Spec, "Planned failover" (hold): AutomaticFailoverHeld=True and Degraded=True with
+    // PlannedFailoverManualRecoveryRequired until an operator acknowledges the hold.
+    ("Degraded", "True", "PlannedFailoverManualRecoveryRequired"),
+    ("AutomaticFailoverHeld", "True", "PlannedFailoverManualRecoveryRequired"),
+    // Spec, "Restore verdict" and "Restore refusals": a verification's Verified condition carries
+    // a refusal token when False and the verdict's outcome (TargetCovered) when True.
+    ("Verified", "True", "TargetCovered"),
+];
+
+/// Every token-valued field of a scenario object paired with the catalog kinds that define it.
+fn tokens(object: &Value) -> Vec<(String, String, Vec<Kind>)> {
+    let mut found = Vec::new();
+    let status = &object["status"];
+    let mut push = |path: &str, value: &Value, kinds: &[Kind]| {
+        if let Some(token) = value.as_str() {
+            found.push((path.to_owned(), token.to_owned(), kinds.to_vec()));
+        }
+    };
+    if object["kind"] == "MysqlFailoverGroup" {
+        let planned = &status["plannedFailover"];
+        push(
+            "plannedFailover.phase",
+            &planned["phase"],
+            &[Kind::PlannedFailoverPhase, Kind::PlannedFailoverLegacyPhase],
+        );
+        push(
+            "plannedFailover.result.outcome",
+            &planned["result"]["outcome"],
+            &[Kind::PlannedFailoverOutcome],
+        );
+        push(
+            "plannedFailover.result.reason",
+            &planned["result"]["reason"],
+            &[Kind::PlannedFailoverReason],
+        );
+        push(
+            "plannedFailover.rollback.reason",
+            &planned["rollback"]["reason"],
+            &[Kind::PlannedFailoverReason],
+        );
+        for warning in planned["result"]["warnings"].as_array().into_iter().flatten() {
+            push("plannedFailover.result.warnings[]", warning, &[Kind::PlannedFailoverWarning]);
+        }
+        push(
+            "plannedFailover.admission.waitReason",
+            &planned["admission"]["waitReason"],
+            &[Kind::PlannedFailoverWaitReason],
+        );
+        push(
+            "plannedFailover.admission.deferReason",
+            &planned["admission"]["deferReason"],
+            &[Kind::PlannedFailoverDeferReason],
+        );
+        push(
+            "plannedFailoverHold.reason",
+            &status["plannedFailoverHold"]["reason"],
+            &[Kind::PlannedFailoverReason],
+        );
+        push("restore.phase", &status["restore"]["phase"], &[Kind::RestorePhase]);
+        push("restore.reason", &status["restore"]["reason"], &[Kind::PitrRefusal, Kind::Restore]);
+        push(
+            "restoreInPlace.phase",
+            &status["restoreInPlace"]["phase"],
+            &[Kind::RestoreInPlacePhase],
+        );
+        push("restoreInPlace.reason", &status["restoreInPlace"]["reason"], &[Kind::RestoreInPlace]);
+        push(
+            "restoreReclones.phase",
+            &status["restoreReclones"]["phase"],
+            &[Kind::RestoreReclonePhase],
+        );
+        push("pitr.archive.state", &status["pitr"]["archive"]["state"], &[Kind::ArchiveState]);
+        push(
+            "pitr.archive.reason",
+            &status["pitr"]["archive"]["reason"],
+            &[Kind::ArchiveReason, Kind::ArchiveBindingReason],
+        );
+    }
+    found
+}
+
+/// Whether a condition's reason is a spec token: in the catalog, or whitelisted above.
+fn condition_reason_known(kind: &str, condition: &Value) -> Result<(), String> {
+    let (Some(kind_of), Some(status), Some(reason)) =
+        (condition["type"].as_str(), condition["status"].as_str(), condition["reason"].as_str())
+    else {
+        return Ok(());
+    };
+    let catalog_kinds: &[Kind] = match (kind, kind_of) {
+        (_, "PITRArchiveReady") => &[Kind::ArchiveReason, Kind::PitrSignal],
+        (_, "PITRArchiveBindingReady") => &[Kind::ArchiveBindingReason],
+        ("MysqlBackupVerification", "Verified") => &[Kind::PitrRefusal],
+        (_, "ArtifactCleanup") => &[Kind::ArtifactCleanup],
+        _ => &[],
+    };
+    let in_catalog =
+        catalog_kinds.iter().any(|k| bloodraven_crd::catalog::lookup(*k, reason).is_some())
+            || (catalog_kinds.is_empty()
+                && bloodraven_crd::catalog::lookup_any(reason).next().is_some());
+    if in_catalog || CONDITION_REASONS_OUTSIDE_THE_CATALOG.contains(&(kind_of, status, reason)) {
+        Ok(())
+    } else {
+        Err(format!("condition {kind_of}={status} has reason {reason:?}, which is no spec token"))
+    }
+}
+
+fn unknown_tokens(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (index, object) in raw_objects(name).unwrap().iter().enumerate() {
+        let what = format!("{name} document {}", index + 1);
+        let kind = object["kind"].as_str().unwrap_or("?");
+        for condition in object["status"]["conditions"].as_array().into_iter().flatten() {
+            if let Err(error) = condition_reason_known(kind, condition) {
+                errors.push(format!("{what}: {error}"));
+            }
+        }
+        for (path, token, kinds) in tokens(object) {
+            if !kinds.iter().any(|k| bloodraven_crd::catalog::lookup(*k, &token).is_some()) {
+                errors.push(format!("{what}: status.{path} = {token:?} is not in {kinds:?}"));
+            }
+        }
+    }
+    errors
+}
+
+#[test]
+fn every_scenario_token_is_in_the_catalog() {
+    let errors: Vec<String> = NAMES.iter().flat_map(|name| unknown_tokens(name)).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn the_token_check_catches_a_token_outside_the_catalog() {
+    let condition =
+        serde_json::json!({"type": "PITRArchiveReady", "status": "True", "reason": "Healthy"});
+    assert!(condition_reason_known("MysqlFailoverGroup", &condition).is_err());
+    let mut group = raw_objects("hold-standing").unwrap().remove(0);
+    group["status"]["plannedFailover"]["result"]["warnings"] = serde_json::json!(["Slow"]);
+    let found = tokens(&group);
+    let warning =
+        found.iter().find(|(path, ..)| path == "plannedFailover.result.warnings[]").unwrap();
+    assert_eq!(warning.1, "Slow");
+    assert!(bloodraven_crd::catalog::lookup(Kind::PlannedFailoverWarning, "Slow").is_none());
 }

@@ -16,7 +16,10 @@ pub(crate) fn now() -> Timestamp {
 
 /// The data events a scenario's objects make, as the sources would send them.
 pub(crate) fn scenario_events(name: &str) -> Vec<DataEvent> {
-    let objects = scenarios::raw_objects(name).unwrap();
+    // As `bloodraven lab` loads them: describing the fixture archive it lays.
+    let mut objects = scenarios::raw_objects(name).unwrap();
+    let fixture = bloodraven_archive::fixtures::Fixture::build(crate::lab::archive_scenario(name));
+    crate::lab::align_with_fixture(&mut objects, &fixture);
     let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind).cloned();
     let groups: Vec<MysqlFailoverGroup> =
         of_kind("MysqlFailoverGroup").map(|o| serde_json::from_value(o).unwrap()).collect();
