@@ -36,6 +36,31 @@ pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
     summarize("pvc://orders/orders-backups/binlogs", &archive, &anchors(&fixture))
 }
 
+/// The summary of the archive `bloodraven lab` lays for group `namespace/group` of lab scenario
+/// `name`, its clock at the snapshots' fixed `now`.
+pub(crate) fn lab_summary(name: &str, (namespace, group): &(String, String)) -> ArchiveSummary {
+    let mut objects = crate::scenarios::raw_objects(name).unwrap();
+    crate::lab::assign_uids(&mut objects);
+    let group: MysqlFailoverGroup = objects
+        .iter()
+        .find(|object| {
+            object["kind"] == "MysqlFailoverGroup"
+                && object["metadata"]["namespace"] == namespace.as_str()
+                && object["metadata"]["name"] == group.as_str()
+        })
+        .map(|object| serde_json::from_value(object.clone()).unwrap())
+        .unwrap();
+    let now = crate::scenarios::SCENARIO_EPOCH.parse().unwrap();
+    let lab = crate::lab::group_archive(name, &group, now).unwrap();
+    let fixture = lab.fixture;
+    let archive = OpenArchive {
+        descriptor: fixture.descriptor.clone().unwrap(),
+        manifests: fixture.manifests.clone(),
+        content_id_key: bloodraven_archive::ContentIdKey::Plain,
+    };
+    summarize(lab.destination.as_str(), &archive, &anchors(&fixture))
+}
+
 fn pvc() -> ArchiveLocation {
     ArchiveLocation::Pvc {
         namespace: "orders".to_owned(),
@@ -144,9 +169,11 @@ async fn the_lab_lays_each_scenario_archive_where_the_panel_reads_it() {
     for (scenario, gaps, forks) in
         [("healthy", 0, 0), ("archive-gap", 1, 0), ("pitr-divergent", 0, 1)]
     {
-        let objects = crate::scenarios::objects(scenario, Timestamp::UNIX_EPOCH).unwrap();
+        let now: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+        let mut objects = crate::scenarios::objects(scenario, now).unwrap();
+        crate::lab::assign_uids(&mut objects);
         let directory = tempfile::tempdir().unwrap();
-        crate::lab::lay_archives(scenario, &objects, directory.path()).await.unwrap();
+        crate::lab::lay_archives(scenario, &objects, directory.path(), now).await.unwrap();
         let group: MysqlFailoverGroup = objects
             .iter()
             .find(|object| object["kind"] == "MysqlFailoverGroup")

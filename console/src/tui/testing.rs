@@ -18,8 +18,8 @@ pub(crate) fn now() -> Timestamp {
 pub(crate) fn scenario_events(name: &str) -> Vec<DataEvent> {
     // As `bloodraven lab` loads them: describing the fixture archive it lays.
     let mut objects = scenarios::raw_objects(name).unwrap();
-    let fixture = bloodraven_archive::fixtures::Fixture::build(crate::lab::archive_scenario(name));
-    crate::lab::align_with_fixture(&mut objects, &fixture);
+    crate::lab::assign_uids(&mut objects);
+    crate::lab::align_with_fixture(&mut objects, name, now());
     let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind).cloned();
     let groups: Vec<MysqlFailoverGroup> =
         of_kind("MysqlFailoverGroup").map(|o| serde_json::from_value(o).unwrap()).collect();

@@ -105,17 +105,77 @@ pub struct Fixture {
     pub commit_times: BTreeMap<String, Timestamp>,
 }
 
-impl Fixture {
-    /// Builds a scenario.
-    pub fn build(scenario: Scenario) -> Fixture {
-        match scenario {
-            Scenario::HealthyPlannedFailover => healthy(),
-            Scenario::ArchiveGap => archive_gap(),
-            Scenario::LossyFailoverFork => lossy_fork(),
-            Scenario::HistoryIntegrityMarker => marker(),
-            Scenario::LegacyV1 => legacy(),
-            Scenario::Encrypted => encrypted(),
+/// What a built archive is anchored to: its clock, its group, its destination and site names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixtureOptions {
+    /// The time the scenario starts at (the descriptor's creation time; every commit follows it).
+    pub base_time: Timestamp,
+    /// The group the archive belongs to (the descriptor's source; its UID derives the archive ID).
+    pub group: SourceRef,
+    /// The destination the archive ID is derived for.
+    pub destination: Destination,
+    /// The names sites `a`, `b` and `c` take, in that order.
+    pub site_names: [String; 3],
+}
+
+impl Default for FixtureOptions {
+    /// 2026-11-05T09:30:00Z, `prod/lion` with [`GROUP_UID`], [`Fixture::destination`], sites
+    /// `a`, `b`, `c`.
+    fn default() -> Self {
+        Self {
+            base_time: base_time(),
+            group: SourceRef {
+                namespace: "prod".into(),
+                name: "lion".into(),
+                uid: GROUP_UID.into(),
+            },
+            destination: Fixture::destination(),
+            site_names: ["a".into(), "b".into(), "c".into()],
         }
+    }
+}
+
+impl FixtureOptions {
+    /// The name site `letter` (`a`, `b` or `c`) takes.
+    fn site(&self, letter: &str) -> String {
+        let index = match letter {
+            "a" => 0,
+            "b" => 1,
+            "c" => 2,
+            _ => return letter.to_owned(),
+        };
+        self.site_names[index].clone()
+    }
+}
+
+impl Fixture {
+    /// Builds a scenario with [`FixtureOptions::default`].
+    pub fn build(scenario: Scenario) -> Fixture {
+        Fixture::build_with(scenario, &FixtureOptions::default())
+    }
+
+    /// Builds a scenario anchored to `options`.
+    pub fn build_with(scenario: Scenario, options: &FixtureOptions) -> Fixture {
+        match scenario {
+            Scenario::HealthyPlannedFailover => healthy(options),
+            Scenario::ArchiveGap => archive_gap(options),
+            Scenario::LossyFailoverFork => lossy_fork(options),
+            Scenario::HistoryIntegrityMarker => marker(options),
+            Scenario::LegacyV1 => legacy(options),
+            Scenario::Encrypted => encrypted(options),
+        }
+    }
+
+    /// The last instant the archive describes: the newest commit, seal, record or backup.
+    pub fn latest(&self) -> Option<Timestamp> {
+        let rows = self.manifests.values().flat_map(|manifest| &manifest.files);
+        let records = self.manifests.values().flat_map(|manifest| &manifest.promotions);
+        rows.flat_map(|row| [row.last_event_time, row.archived_at])
+            .flatten()
+            .chain(records.map(|record| record.observed_at))
+            .chain(self.backups.values().map(|point| point.dump_end))
+            .chain(self.commit_times.values().copied())
+            .max()
     }
 
     /// The commit time of a transaction (`uuid:n`).
@@ -177,41 +237,50 @@ struct Builder {
     next_gno: BTreeMap<Uuid, u64>,
     commit_times: BTreeMap<String, Timestamp>,
     descriptor: ArchiveDescriptor,
+    options: FixtureOptions,
 }
 
 impl Builder {
-    fn new(scenario: Scenario, passphrase: Option<&[u8]>) -> Builder {
-        let destination = Fixture::destination().normalize().unwrap_or_else(|_| {
+    fn new(scenario: Scenario, passphrase: Option<&[u8]>, options: &FixtureOptions) -> Builder {
+        let destination = options.destination.normalize().unwrap_or_else(|_| {
             crate::destination::NormalizedDestination::new_unchecked(FIXTURE_DESTINATION)
         });
-        let archive_id = ArchiveId::derive(GROUP_UID, &destination);
+        let archive_id = ArchiveId::derive(&options.group.uid, &destination);
         let encryption = match passphrase {
             Some(passphrase) => Encryption::passphrase(passphrase, &archive_id),
             None => Encryption::none(),
         };
         let descriptor = ArchiveDescriptor::new(
             archive_id.clone(),
-            SourceRef { namespace: "prod".into(), name: "lion".into(), uid: GROUP_UID.into() },
+            options.group.clone(),
             encryption,
-            base_time(),
-            "a",
+            options.base_time,
+            options.site("a"),
         );
         Builder {
             scenario,
             archive_id,
             key: passphrase.map_or(ContentIdKey::Plain, ContentIdKey::from_passphrase),
             write_bodies: passphrase.is_none(),
-            now: base_time(),
+            now: options.base_time,
             servers: BTreeMap::new(),
             manifests: BTreeMap::new(),
             objects: BTreeMap::new(),
             next_gno: BTreeMap::new(),
             commit_times: BTreeMap::new(),
             descriptor,
+            options: options.clone(),
         }
     }
 
+    /// The manifest of site `letter`.
+    fn manifest_mut(&mut self, letter: &str) -> Option<&mut Manifest> {
+        let site = self.options.site(letter);
+        self.manifests.get_mut(&site)
+    }
+
     fn site(&mut self, site: &str, uuid: Uuid, server_id: u32) {
+        let site = &self.options.site(site);
         self.servers.insert(
             site.to_owned(),
             Server {
@@ -234,6 +303,7 @@ impl Builder {
 
     /// `site`'s server commits `count` transactions of its own, `spacing` seconds apart.
     fn commit(&mut self, site: &str, count: u64, spacing: i64) -> Vec<Txn> {
+        let site = &self.options.site(site);
         let mut committed = Vec::new();
         for _ in 0..count {
             self.tick(spacing);
@@ -253,6 +323,7 @@ impl Builder {
 
     /// Replicas apply transactions (log_replica_updates: they enter the replica's binlog).
     fn replicate(&mut self, to: &str, txns: &[Txn]) {
+        let to = &self.options.site(to);
         let now = self.now;
         if let Some(server) = self.servers.get_mut(to) {
             for txn in txns {
@@ -267,6 +338,7 @@ impl Builder {
     }
 
     fn record(&mut self, site: &str, kind: RecordKind) {
+        let site = &self.options.site(site);
         self.tick(2);
         let Some(server) = self.servers.get(site) else { return };
         let record = PromotionRecord {
@@ -286,6 +358,8 @@ impl Builder {
 
     /// The server's data is replaced by a CLONE of `donor` (new binlog, bridge row next).
     fn reclone(&mut self, site: &str, donor: &str) {
+        let site = &self.options.site(site);
+        let donor = &self.options.site(donor);
         let Some(executed) = self.servers.get(donor).map(|s| s.executed.clone()) else { return };
         if let Some(server) = self.servers.get_mut(site) {
             server.executed = executed.clone();
@@ -298,6 +372,7 @@ impl Builder {
 
     /// Seals the site's active binlog; uploads it when `archive` (the site is writable).
     fn seal(&mut self, site: &str, archive: bool) {
+        let site = &self.options.site(site);
         self.tick(1);
         let now = self.now;
         let Some(server) = self.servers.get_mut(site) else { return };
@@ -371,6 +446,7 @@ impl Builder {
     }
 
     fn backup(&self, site: &str) -> BackupPoint {
+        let site = &self.options.site(site);
         let executed = self.servers.get(site).map(|s| s.executed.clone()).unwrap_or_default();
         BackupPoint { gtid_executed: executed, dump_end: self.now }
     }
@@ -432,8 +508,8 @@ fn binlog_body(
     writer.into_bytes()
 }
 
-fn healthy() -> Fixture {
-    let mut b = Builder::new(Scenario::HealthyPlannedFailover, None);
+fn healthy(options: &FixtureOptions) -> Fixture {
+    let mut b = Builder::new(Scenario::HealthyPlannedFailover, None, options);
     b.site("a", UUID_A, 1);
     b.site("b", UUID_B, 2);
     b.site("c", UUID_C, 3);
@@ -463,15 +539,17 @@ fn healthy() -> Fixture {
         b.seal("b", true);
     }
     // Retention retired a's oldest file (A:1-10); every backup holds it.
-    if let Some(manifest) = b.manifests.get_mut("a") {
+    if let Some(manifest) = b.manifest_mut("a") {
         let oldest = manifest.files.first().map(|r| r.name.clone());
         let _ = manifest.retire(|row| Some(&row.name) == oldest.as_ref());
         if let Some(name) = oldest {
             let id = manifest.pruned.first().and_then(|r| r.id);
             manifest.acknowledge_deleted(&name, id.as_ref());
-            if let Ok(key) =
-                object_key("a", &name, &id.unwrap_or(crate::ident::ContentId::from_bytes([0; 32])))
-            {
+            if let Ok(key) = object_key(
+                &options.site("a"),
+                &name,
+                &id.unwrap_or(crate::ident::ContentId::from_bytes([0; 32])),
+            ) {
                 b.objects.remove(&key);
             }
         }
@@ -479,8 +557,8 @@ fn healthy() -> Fixture {
     b.finish(backups, None)
 }
 
-fn archive_gap() -> Fixture {
-    let mut b = Builder::new(Scenario::ArchiveGap, None);
+fn archive_gap(options: &FixtureOptions) -> Fixture {
+    let mut b = Builder::new(Scenario::ArchiveGap, None, options);
     b.site("a", UUID_A, 1);
     b.site("b", UUID_B, 2);
     b.record("a", RecordKind::Promotion);
@@ -509,8 +587,8 @@ fn archive_gap() -> Fixture {
     b.finish(backups, None)
 }
 
-fn lossy_fork() -> Fixture {
-    let mut b = Builder::new(Scenario::LossyFailoverFork, None);
+fn lossy_fork(options: &FixtureOptions) -> Fixture {
+    let mut b = Builder::new(Scenario::LossyFailoverFork, None, options);
     b.site("a", UUID_A, 1);
     b.site("b", UUID_B, 2);
     b.record("a", RecordKind::Promotion);
@@ -542,8 +620,8 @@ fn lossy_fork() -> Fixture {
     b.finish(backups, None)
 }
 
-fn marker() -> Fixture {
-    let mut b = Builder::new(Scenario::HistoryIntegrityMarker, None);
+fn marker(options: &FixtureOptions) -> Fixture {
+    let mut b = Builder::new(Scenario::HistoryIntegrityMarker, None, options);
     b.site("a", UUID_A, 1);
     b.site("b", UUID_B, 2);
     b.record("a", RecordKind::Promotion);
@@ -556,11 +634,12 @@ fn marker() -> Fixture {
     b.replicate("b", &txns);
     b.seal("a", true);
     b.tick(10);
-    if let Some(manifest) = b.manifests.get_mut("a") {
+    let now = b.now;
+    if let Some(manifest) = b.manifest_mut("a") {
         manifest.history_integrity = Some(HistoryIntegrity {
             violation: Violation::BinlogFormat,
             detail: "binlog_format=MIXED".into(),
-            at: b.now,
+            at: now,
             extra: Default::default(),
         });
     }
@@ -577,8 +656,8 @@ fn marker() -> Fixture {
     b.finish(backups, None)
 }
 
-fn encrypted() -> Fixture {
-    let mut b = Builder::new(Scenario::Encrypted, Some(PASSPHRASE));
+fn encrypted(options: &FixtureOptions) -> Fixture {
+    let mut b = Builder::new(Scenario::Encrypted, Some(PASSPHRASE), options);
     b.site("a", UUID_A, 1);
     b.record("a", RecordKind::Promotion);
     let mut backups = BTreeMap::new();
@@ -590,8 +669,9 @@ fn encrypted() -> Fixture {
     b.finish(backups, Some(PASSPHRASE.to_vec()))
 }
 
-fn legacy() -> Fixture {
-    let start = base_time();
+fn legacy(options: &FixtureOptions) -> Fixture {
+    let start = options.base_time;
+    let site = options.site("a");
     let mut objects = BTreeMap::new();
     let mut files = Vec::new();
     let mut prev = GtidSet::new();
@@ -610,7 +690,7 @@ fn legacy() -> Fixture {
         let end = prev.union(&range(UUID_A, file * 10 + 1, file * 10 + 10));
         files.push(json!({
             "name": name,
-            "remotePath": format!("a/{name}"),
+            "remotePath": format!("{site}/{name}"),
             "size": body.len(),
             "firstEventTime": crate::time::format_timestamp(txns[0].commit),
             "lastEventTime": crate::time::format_timestamp(txns[9].commit),
@@ -618,12 +698,12 @@ fn legacy() -> Fixture {
             "endGtids": end.to_compact_string(),
             "archivedAt": crate::time::format_timestamp(txns[9].commit),
         }));
-        objects.insert(format!("a/{name}"), body);
+        objects.insert(format!("{site}/{name}"), body);
         prev = end;
     }
-    let manifest = json!({ "version": 1, "site": "a", "files": files });
+    let manifest = json!({ "version": 1, "site": site, "files": files });
     objects.insert(
-        "manifest-a.json".to_owned(),
+        format!("manifest-{site}.json"),
         serde_json::to_vec_pretty(&manifest).unwrap_or_default(),
     );
     Fixture {
@@ -708,4 +788,74 @@ pub fn synthetic_manifests(files: usize, sites: usize, files_per_episode: usize)
         executed.union_with(&gtids);
     }
     manifests
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> FixtureOptions {
+        FixtureOptions {
+            base_time: "2026-04-20T13:00:00Z".parse().unwrap(),
+            group: SourceRef {
+                namespace: "orders".into(),
+                name: "orders".into(),
+                uid: "u-1".into(),
+            },
+            destination: Destination::Pvc {
+                namespace: "orders".into(),
+                claim: "archive".into(),
+                sub_path: "orders".into(),
+            },
+            site_names: ["iad".into(), "pdx".into(), "fra".into()],
+        }
+    }
+
+    #[test]
+    fn build_is_build_with_the_default_options() {
+        for scenario in Scenario::ALL {
+            let built = Fixture::build(scenario);
+            let with = Fixture::build_with(scenario, &FixtureOptions::default());
+            assert_eq!(built.objects, with.objects, "{}", scenario.name());
+        }
+        let descriptor = Fixture::build(Scenario::HealthyPlannedFailover).descriptor.unwrap();
+        assert_eq!(descriptor.created_at, base_time());
+        assert_eq!(descriptor.source.uid, GROUP_UID);
+    }
+
+    #[test]
+    fn options_anchor_the_clock_the_group_the_destination_and_the_sites() {
+        let options = options();
+        for scenario in Scenario::ALL {
+            let shifted = Fixture::build_with(scenario, &options);
+            let default = Fixture::build(scenario);
+            let span = |fixture: &Fixture, base: Timestamp| {
+                fixture.latest().map(|latest| latest.duration_since(base))
+            };
+            assert_eq!(
+                span(&shifted, options.base_time),
+                span(&default, base_time()),
+                "{}",
+                scenario.name()
+            );
+            for key in shifted.objects.keys() {
+                let top = key.split(['/', '.']).next().unwrap();
+                assert!(
+                    !["a", "b", "c", "manifest-a", "manifest-b", "manifest-c"].contains(&top),
+                    "{}: {key}",
+                    scenario.name()
+                );
+            }
+            let Some(descriptor) = shifted.descriptor else { continue };
+            let destination = options.destination.normalize().unwrap();
+            assert_eq!(descriptor.archive_id, ArchiveId::derive("u-1", &destination));
+            assert_eq!(descriptor.source, options.group);
+            assert_eq!(descriptor.created_at, options.base_time);
+            for (site, manifest) in &shifted.manifests {
+                assert!(["iad", "pdx", "fra"].contains(&site.as_str()), "{site}");
+                assert_eq!(&manifest.site, site);
+                assert!(manifest.files.iter().all(|row| row.key.starts_with(&format!("{site}/"))));
+            }
+        }
+    }
 }

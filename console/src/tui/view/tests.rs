@@ -66,25 +66,23 @@ fn snapshots_of_every_view() {
     }
 }
 
-/// The archive coverage panel with a fixture archive read (fixed `now`).
+/// The archive coverage panel with the archive `bloodraven lab` lays read (fixed `now`).
 #[test]
 fn snapshots_of_the_archive_coverage() {
-    use bloodraven_archive::fixtures::Scenario;
-
     use crate::archive::ArchiveOutcome;
-    use crate::archive::tests::fixture_summary;
+    use crate::archive::tests::lab_summary;
 
     let cases = [
-        ("coverage_gap", "archive-gap", Scenario::ArchiveGap),
-        ("coverage_fork", "pitr-divergent", Scenario::LossyFailoverFork),
-        ("coverage_healthy", "healthy", Scenario::HealthyPlannedFailover),
+        ("coverage_gap", "archive-gap"),
+        ("coverage_fork", "pitr-divergent"),
+        ("coverage_healthy", "healthy"),
     ];
-    for (name, scenario, fixture) in cases {
+    for (name, scenario) in cases {
         let mut state = pressed(scenario, &[Intent::Open, Intent::Tab(5)]);
         let super::super::state::Screen::Group { key, .. } = state.screen().clone() else {
             panic!()
         };
-        let outcome = ArchiveOutcome::Covered(Box::new(fixture_summary(fixture)));
+        let outcome = ArchiveOutcome::Covered(Box::new(lab_summary(scenario, &key)));
         let at = state.now;
         update(&mut state, Action::Data(DataEvent::Archive { key, outcome, at }));
         let wide = draw(&state, 120, 36);
