@@ -129,14 +129,7 @@ fn cold_start(c: &mut Criterion) {
                     let mut done_sender = Some(done_sender);
                     let mut terminal =
                         Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
-                    let options = Options {
-                        context: "bench".to_owned(),
-                        scope: Scope::All,
-                        no_color: true,
-                        archive_root: None,
-                        archive_credentials_from_secret: false,
-                        kubeconfig: None,
-                    };
+                    let options = bench_options();
                     let on_draw = move |buffer: &ratatui::buffer::Buffer| {
                         let first_row: String =
                             buffer.content().iter().take(240).map(|cell| cell.symbol()).collect();
@@ -225,14 +218,7 @@ fn watch_to_frame(c: &mut Criterion) {
                 .unwrap_or_else(|e| panic!("{e}"));
             let mut terminal =
                 Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
-            let options = Options {
-                context: "bench".to_owned(),
-                scope: Scope::All,
-                no_color: true,
-                archive_root: None,
-                archive_credentials_from_secret: false,
-                kubeconfig: None,
-            };
+            let options = bench_options();
             let on_draw = move |buffer: &ratatui::buffer::Buffer| {
                 frames_sender
                     .send_replace(buffer.content().iter().map(|cell| cell.symbol()).collect());
@@ -318,3 +304,15 @@ fn watch_to_frame(c: &mut Criterion) {
 
 criterion_group!(benches, frames, cold_start, watch_to_frame);
 criterion_main!(benches);
+
+/// The console's options for every benchmark: all namespaces, no colour, no archive.
+fn bench_options() -> Options {
+    Options {
+        context: "bench".to_owned(),
+        scope: Scope::All,
+        no_color: true,
+        archive_root: None,
+        archive_credentials_from_secret: false,
+        kubeconfig: None,
+    }
+}

@@ -56,6 +56,30 @@ fn tree(root: &std::path::Path) -> Vec<(String, (u64, std::time::SystemTime))> {
     files
 }
 
+/// Stores the profile Secret `orders/archive-keys` with S3 keys in the lab.
+fn apply_archive_keys(running: &RunningLab, access_key: &str, secret_key: &str) {
+    let bytes = |text: &str| k8s_openapi::ByteString(text.as_bytes().to_vec());
+    let secret = k8s_openapi::api::core::v1::Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("archive-keys".to_owned()),
+            namespace: Some("orders".to_owned()),
+            ..Default::default()
+        },
+        data: Some(
+            [
+                ("AWS_ACCESS_KEY_ID".to_owned(), bytes(access_key)),
+                ("AWS_SECRET_ACCESS_KEY".to_owned(), bytes(secret_key)),
+            ]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let mut object = serde_json::to_value(&secret).unwrap();
+    object["apiVersion"] = json!("v1");
+    object["kind"] = json!("Secret");
+    running.lab.apply(object).unwrap();
+}
+
 fn key(code: KeyCode) -> std::io::Result<Event> {
     Ok(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
 }
@@ -197,26 +221,7 @@ async fn s3_credentials_come_from_the_profile_secret_with_a_get() {
 
     crate::install_crypto();
     let running = RunningLab::start("healthy", jiff::Timestamp::now()).await.unwrap();
-    let bytes = |text: &str| k8s_openapi::ByteString(text.as_bytes().to_vec());
-    let secret = k8s_openapi::api::core::v1::Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("archive-keys".to_owned()),
-            namespace: Some("orders".to_owned()),
-            ..Default::default()
-        },
-        data: Some(
-            [
-                ("AWS_ACCESS_KEY_ID".to_owned(), bytes("AKIDEXAMPLE")),
-                ("AWS_SECRET_ACCESS_KEY".to_owned(), bytes("secret\n")),
-            ]
-            .into(),
-        ),
-        ..Default::default()
-    };
-    let mut object = serde_json::to_value(&secret).unwrap();
-    object["apiVersion"] = json!("v1");
-    object["kind"] = json!("Secret");
-    running.lab.apply(object).unwrap();
+    apply_archive_keys(&running, "AKIDEXAMPLE", "secret\n");
     let (client, _) =
         bloodraven_console::client::connect(Some(&running.kubeconfig()), None).await.unwrap();
     let credentials =
@@ -264,26 +269,7 @@ fn an_s3_archive_is_read_with_the_profile_secret() {
         bloodraven_store::archive::write_fixture(&store, &root, &fixture).await.unwrap();
 
         let running = RunningLab::start("healthy", jiff::Timestamp::now()).await.unwrap();
-        let bytes = |text: &str| k8s_openapi::ByteString(text.as_bytes().to_vec());
-        let secret = k8s_openapi::api::core::v1::Secret {
-            metadata: kube::api::ObjectMeta {
-                name: Some("archive-keys".to_owned()),
-                namespace: Some("orders".to_owned()),
-                ..Default::default()
-            },
-            data: Some(
-                [
-                    ("AWS_ACCESS_KEY_ID".to_owned(), bytes(ACCESS_KEY)),
-                    ("AWS_SECRET_ACCESS_KEY".to_owned(), bytes(SECRET_KEY)),
-                ]
-                .into(),
-            ),
-            ..Default::default()
-        };
-        let mut object = serde_json::to_value(&secret).unwrap();
-        object["apiVersion"] = json!("v1");
-        object["kind"] = json!("Secret");
-        running.lab.apply(object).unwrap();
+        apply_archive_keys(&running, ACCESS_KEY, SECRET_KEY);
         let (client, _) =
             bloodraven_console::client::connect(Some(&running.kubeconfig()), None).await.unwrap();
         let request = ArchiveRequest {
