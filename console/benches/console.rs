@@ -1,6 +1,9 @@
 //! Console benchmarks: frame build (1,000-group fleet list, 16-site detail), data event to
-//! frame (update + draw), and cold start to the first complete `fleet-1000` frame against the
-//! lab API server next to `kubectl get mfg -A -o json` on the same server.
+//! frame (update + draw), cold start (in process) to the first complete `fleet-1000` frame
+//! against the lab API server, and a watch event to the redrawn frame on `healthy` and on
+//! `fleet-1000`. The watch benchmark also prints `BENCH` lines (p50/p99/max) that
+//! `scripts/bench.sh` collects into BENCHMARKS.md; the process-level comparison with kubectl
+//! and the TUI's RSS are measured by `scripts/bench/*.sh`.
 
 use std::time::{Duration, Instant};
 
@@ -97,16 +100,9 @@ fn frames(c: &mut Criterion) {
     });
 }
 
-fn kubectl() -> Option<std::path::PathBuf> {
-    if let Some(path) = std::env::var_os("BLOODRAVEN_KUBECTL_1_20") {
-        return Some(path.into());
-    }
-    let extracted = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/tools/kubernetes-client/usr/bin/kubectl");
-    extracted.is_file().then_some(extracted)
-}
-
-/// Cold start: a new client, watchers and the app, until a frame lists all 1,000 groups.
+/// Cold start inside this process: a new client, watchers and the app, until a frame lists all
+/// 1,000 groups. The fair comparison with kubectl (both as new processes) is
+/// `scripts/bench/process.sh`, run by `scripts/bench.sh`.
 fn cold_start(c: &mut Criterion) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
@@ -114,7 +110,7 @@ fn cold_start(c: &mut Criterion) {
         .block_on(RunningLab::start("fleet-1000", jiff::Timestamp::now()))
         .unwrap_or_else(|e| panic!("{e}"));
     let kubeconfig = running.kubeconfig();
-    let mut group = c.benchmark_group("cold start fleet-1000");
+    let mut group = c.benchmark_group("cold start fleet-1000 (in process)");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
     group.bench_function("console: connect to first complete frame", |b| {
         b.iter_custom(|iterations| {
@@ -158,20 +154,6 @@ fn cold_start(c: &mut Criterion) {
             total
         })
     });
-    if let Some(kubectl) = kubectl() {
-        group.bench_function("kubectl get mfg -A -o json", |b| {
-            b.iter(|| {
-                let output = std::process::Command::new(&kubectl)
-                    .arg("--kubeconfig")
-                    .arg(&kubeconfig)
-                    .args(["get", "mysqlfailovergroups.shipstream.io", "-A", "-o", "json"])
-                    .output()
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-                output.stdout.len()
-            })
-        });
-    }
     group.finish();
     let _ = runtime.block_on(running.stop());
 }
@@ -194,10 +176,32 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[index.min(last)]
 }
 
-/// A watch event to a redrawn frame, through the lab API server: a SEPARATE writer client
-/// patches `status.activeSite` of orders/orders; the clock runs until the console (its own
-/// read-only client, watchers and runtime, drawing 120x36) shows the new value.
+/// A watch event to a redrawn frame on `healthy` (4 groups) and on `fleet-1000`.
 fn watch_to_frame(c: &mut Criterion) {
+    watch_to_frame_on(c, "healthy");
+    watch_to_frame_on(c, "fleet-1000");
+}
+
+/// The first frame `scenario` is complete in, and the group a status patch shows up for in
+/// that frame: `healthy`'s orders/orders; on `fleet-1000` the first `db-NNNN` row of the
+/// fleet list (its namespace is `team-<NNNN mod 20>`, `scenarios::fleet`).
+fn complete_and_patched(scenario: &str, frame: &str) -> Option<(String, String)> {
+    if scenario != "fleet-1000" {
+        return frame.contains("ledger").then(|| ("orders".to_owned(), "orders".to_owned()));
+    }
+    if !frame.contains("(1000 of 1000)") {
+        return None;
+    }
+    let at = frame.find("db-")?;
+    let digits = frame.get(at + 3..at + 7)?;
+    let index: usize = digits.parse().ok()?;
+    Some((format!("team-{:02}", index % 20), format!("db-{digits}")))
+}
+
+/// A watch event to a redrawn frame, through the lab API server: a SEPARATE writer client
+/// patches `status.activeSite` of one group; the clock runs until the console (its own
+/// read-only client, watchers and runtime, drawing 120x36) shows the new value.
+fn watch_to_frame_on(c: &mut Criterion, scenario: &str) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -205,7 +209,7 @@ fn watch_to_frame(c: &mut Criterion) {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let running = runtime
-        .block_on(RunningLab::start("healthy", jiff::Timestamp::now()))
+        .block_on(RunningLab::start(scenario, jiff::Timestamp::now()))
         .unwrap_or_else(|e| panic!("{e}"));
     let kubeconfig = running.kubeconfig();
     let (frames_sender, frames) = tokio::sync::watch::channel(String::new());
@@ -239,7 +243,21 @@ fn watch_to_frame(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("{e}"));
         kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"))
     });
-    let groups: kube::Api<MysqlFailoverGroup> = kube::Api::namespaced(writer, "orders");
+    // The first complete frame names the group to patch.
+    let (namespace, name) = runtime.block_on(async {
+        let mut frames = frames.clone();
+        let mut found = None;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(60),
+            frames.wait_for(|frame| {
+                found = complete_and_patched(scenario, frame);
+                found.is_some()
+            }),
+        )
+        .await;
+        found.unwrap_or_else(|| panic!("no complete {scenario} frame within 60 s"))
+    });
+    let groups: kube::Api<MysqlFailoverGroup> = kube::Api::namespaced(writer, &namespace);
     let mut sequence = 0_usize;
     let mut event = |samples: &mut Vec<Duration>| {
         sequence += 1;
@@ -249,7 +267,7 @@ fn watch_to_frame(c: &mut Criterion) {
         runtime.block_on(async {
             let patch = kube::api::Patch::Merge(json!({ "status": { "activeSite": site } }));
             groups
-                .patch_status("orders", &kube::api::PatchParams::default(), &patch)
+                .patch_status(&name, &kube::api::PatchParams::default(), &patch)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             tokio::time::timeout(
@@ -264,31 +282,33 @@ fn watch_to_frame(c: &mut Criterion) {
         samples.push(elapsed);
         elapsed
     };
-    // The first complete frame, then the measured events.
-    runtime.block_on(async {
-        let mut frames = frames.clone();
-        let _ = tokio::time::timeout(
-            Duration::from_secs(20),
-            frames.wait_for(|frame| frame.contains("ledger")),
-        )
-        .await;
-    });
     let mut samples = Vec::new();
-    for _ in 0..WATCH_EVENTS {
+    // scripts/bench.sh --quick sets BLOODRAVEN_BENCH_QUICK: fewer events.
+    let events =
+        if std::env::var_os("BLOODRAVEN_BENCH_QUICK").is_some() { 50 } else { WATCH_EVENTS };
+    for _ in 0..events {
         event(&mut samples);
     }
     samples.sort();
+    let p50 = percentile(&samples, 0.50);
+    let p99 = percentile(&samples, 0.99);
+    let max = samples.last().copied().unwrap_or_default();
     #[allow(clippy::print_stdout, reason = "the benchmark reports its percentiles")]
     {
         println!(
-            "watch event to redrawn frame (lab, separate writer, {} events): p50 {:?}, p99 {:?}, max {:?}",
+            "watch event to redrawn frame ({scenario}, lab, separate writer, {} events): p50 {p50:?}, p99 {p99:?}, max {max:?}",
             samples.len(),
-            percentile(&samples, 0.50),
-            percentile(&samples, 0.99),
-            samples.last().copied().unwrap_or_default(),
         );
+        // Machine-readable lines for scripts/bench.sh (BENCHMARKS.md).
+        for (what, value) in [("p50", p50), ("p99", p99), ("max", max)] {
+            println!(
+                "BENCH console/watch-to-frame/{scenario}/{what} {:.3} ms events={} group={namespace}/{name}",
+                value.as_secs_f64() * 1000.0,
+                samples.len(),
+            );
+        }
     }
-    let mut group = c.benchmark_group("watch event to redrawn frame");
+    let mut group = c.benchmark_group(format!("watch event to redrawn frame/{scenario}"));
     group.sample_size(20);
     group.bench_function("status patch by another client to frame (lab)", |b| {
         b.iter_custom(|iterations| {

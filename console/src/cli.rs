@@ -57,6 +57,7 @@ pub enum Command {
     /// Print the fleet list, or one group's report.
     Status(StatusArgs),
     /// Start an in-memory lab API server with a scenario and open the console on it.
+    #[cfg(feature = "lab")]
     Lab(LabArgs),
 }
 
@@ -80,6 +81,7 @@ pub enum OutputFormat {
 }
 
 /// `lab` arguments.
+#[cfg(feature = "lab")]
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// The scenario to load.
@@ -137,6 +139,7 @@ mod tests {
         assert!(!help.contains("kubectl"), "{help}");
     }
 
+    #[cfg(feature = "lab")]
     #[test]
     fn lab_refuses_unknown_scenarios() {
         assert!(

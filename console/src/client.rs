@@ -1,5 +1,7 @@
-//! The console's Kubernetes client: built from a kubeconfig and context, and wrapped so that
-//! any request other than a GET (get, list, watch) fails inside the process.
+//! The console's Kubernetes client: built from a kubeconfig and context, and wrapped in an
+//! allow-list ([`allowed`]) so that any request that could change something fails inside the
+//! process. This is the only file of the console that builds a `kube::Client` (a tidy rule in
+//! `xtask` checks it).
 
 use std::future::Future;
 use std::path::Path;
@@ -23,14 +25,76 @@ pub enum Error {
 }
 
 /// A request the read-only layer refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the console is read-only: refused {method} {path}")]
 pub struct WriteRefused {
     pub method: String,
     pub path: String,
 }
 
-/// A tower layer that refuses every request that is not a GET.
+/// The two creates the console may send: reviews that ask the API server who the caller is
+/// and what it may do, and change nothing.
+pub const REVIEW_PATHS: [&str; 2] = [
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+];
+
+/// Subresources that act on a workload even through a GET: the API server forwards a proxy
+/// request to the pod, service or node, and exec, attach and port-forward open a stream into a
+/// container.
+const ACTING_SUBRESOURCES: [&str; 4] = ["proxy", "exec", "attach", "portforward"];
+
+/// Whether the read-only console may send `method` to `path` (without the query): a GET that is
+/// not a proxy, exec, attach or port-forward, or a POST of one of the [`REVIEW_PATHS`].
+pub fn allowed(method: &Method, path: &str) -> bool {
+    if *method == Method::POST {
+        return REVIEW_PATHS.contains(&path);
+    }
+    *method == Method::GET && !acts_through_get(path)
+}
+
+/// Whether a GET of `path` reaches a workload: `/api/v1/proxy/…` (the old form),
+/// `…/<resource>/<name>/proxy[/…]` and the other [`ACTING_SUBRESOURCES`].
+fn acts_through_get(path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').filter(|segment| !segment.is_empty()).collect();
+    // `/api/<version>/…` or `/apis/<group>/<version>/…`; anything else (discovery, /version,
+    // /openapi) has no subresources, but a proxy anywhere in it is still refused.
+    let rest = match segments.as_slice() {
+        ["api", _version, rest @ ..] => rest,
+        ["apis", _group, _version, rest @ ..] => rest,
+        _ => return segments.iter().any(|segment| segment.eq_ignore_ascii_case("proxy")),
+    };
+    let rest = match rest {
+        // `namespaces/<ns>/<resource>…`; `namespaces/<name>` alone is the namespace itself.
+        ["namespaces", _namespace, resource, more @ ..] => {
+            let mut all = vec![*resource];
+            all.extend_from_slice(more);
+            all
+        }
+        other => other.to_vec(),
+    };
+    // [resource, name, subresource, …]
+    let acting = |segment: &&str| {
+        ACTING_SUBRESOURCES.iter().any(|acting| segment.eq_ignore_ascii_case(acting))
+    };
+    rest.first().is_some_and(acting) || rest.get(2).is_some_and(acting)
+}
+
+/// Where refusals are reported besides the log: the console's status line listens here.
+static REFUSALS: std::sync::OnceLock<tokio::sync::broadcast::Sender<WriteRefused>> =
+    std::sync::OnceLock::new();
+
+fn refusals_sender() -> &'static tokio::sync::broadcast::Sender<WriteRefused> {
+    REFUSALS.get_or_init(|| tokio::sync::broadcast::channel(16).0)
+}
+
+/// Every request the read-only layer refuses from now on, in this process (the TUI shows each
+/// in its status line).
+pub fn refusals() -> tokio::sync::broadcast::Receiver<WriteRefused> {
+    refusals_sender().subscribe()
+}
+
+/// A tower layer that refuses every request [`allowed`] does not allow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadOnlyLayer;
 
@@ -63,12 +127,14 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if request.method() != Method::GET {
+        if !allowed(request.method(), request.uri().path()) {
             let refused = WriteRefused {
                 method: request.method().to_string(),
                 path: request.uri().path().to_owned(),
             };
-            tracing::error!(method = %refused.method, path = %refused.path, "write request refused");
+            tracing::error!(method = %refused.method, path = %refused.path, "request refused: the console is read-only");
+            // Nobody listening (no console open) is fine: the error still reaches the caller.
+            let _ = refusals_sender().send(refused.clone());
             return Box::pin(async move { Err(refused.into()) });
         }
         let future = self.inner.call(request);
@@ -136,6 +202,46 @@ mod tests {
         });
         let service = tower::Layer::layer(&ReadOnlyLayer, inner);
         (Client::new(service, "default"), seen)
+    }
+
+    #[test]
+    fn the_allow_list_is_gets_without_proxies_and_two_reviews() {
+        let cases = [
+            (Method::GET, "/api/v1/namespaces/orders/configmaps", true),
+            (Method::GET, "/api/v1/namespaces/orders/configmaps/proxy", true),
+            (Method::GET, "/apis/shipstream.io/v1alpha1/mysqlfailovergroups", true),
+            (Method::GET, "/api/v1/namespaces/orders", true),
+            (Method::GET, "/apis", true),
+            (Method::GET, "/version", true),
+            (Method::GET, "/api/v1/namespaces/orders/pods/db-0/proxy", false),
+            (Method::GET, "/api/v1/namespaces/orders/pods/db-0/proxy/metrics", false),
+            (Method::GET, "/api/v1/namespaces/orders/services/http:web:80/proxy/", false),
+            (Method::GET, "/api/v1/nodes/node-1/proxy/configz", false),
+            (Method::GET, "/api/v1/proxy/namespaces/orders/pods/db-0", false),
+            (Method::GET, "/api/v1/namespaces/orders/pods/db-0/exec", false),
+            (Method::GET, "/api/v1/namespaces/orders/pods/db-0/attach", false),
+            (Method::GET, "/api/v1/namespaces/orders/pods/db-0/portforward", false),
+            (Method::GET, "/logs/proxy", false),
+            (Method::POST, "/apis/authentication.k8s.io/v1/selfsubjectreviews", true),
+            (Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", true),
+            (Method::POST, "/apis/authorization.k8s.io/v1/subjectaccessreviews", false),
+            (Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", false),
+            (Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews", false),
+            (
+                Method::POST,
+                "/apis/authorization.k8s.io/v1/namespaces/x/selfsubjectaccessreviews",
+                false,
+            ),
+            (Method::POST, "/api/v1/namespaces/orders/configmaps", false),
+            (Method::PUT, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", false),
+            (Method::PATCH, "/api/v1/namespaces/orders/configmaps/x", false),
+            (Method::DELETE, "/api/v1/namespaces/orders/configmaps/x", false),
+            (Method::HEAD, "/api/v1/namespaces/orders/configmaps", false),
+            (Method::OPTIONS, "/api/v1", false),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(allowed(&method, path), expected, "{method} {path}");
+        }
     }
 
     #[tokio::test]

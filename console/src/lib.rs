@@ -4,9 +4,12 @@
 pub mod archive;
 pub mod cli;
 pub mod client;
+pub mod decode;
+#[cfg(feature = "lab")]
 pub mod lab;
 pub mod logging;
 pub mod report;
+#[cfg(feature = "lab")]
 pub mod scenarios;
 pub mod status;
 pub mod summary;
@@ -69,6 +72,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             stdout.flush()?;
             Ok(())
         }
+        #[cfg(feature = "lab")]
         Some(Command::Lab(args)) => {
             let running = lab::RunningLab::start(&args.scenario, jiff::Timestamp::now()).await?;
             tracing::info!(url = %running.lab.url(), scenario = %args.scenario, "lab started");

@@ -98,6 +98,26 @@ pub fn list(
     columns(&rows)
 }
 
+/// The objects `status` could not decode, after the list: one line each with the path and the
+/// decode error. Empty when there are none.
+pub fn unreadable(objects: &[crate::decode::Unreadable]) -> String {
+    if objects.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nUnreadable ({}): these objects do not decode (a newer or older operator, or a hand edit):\n",
+        objects.len()
+    );
+    for object in objects {
+        let _ = writeln!(
+            out,
+            "  {}/{}  at {}: {}",
+            object.namespace, object.name, object.path, object.error
+        );
+    }
+    out
+}
+
 /// `  Label:  value` lines with aligned values.
 struct Block {
     title: String,
@@ -534,10 +554,7 @@ pub fn group(group: &MysqlFailoverGroup, now: Timestamp) -> String {
                 |replicating| if replicating { "yes".to_owned() } else { "no".to_owned() },
             ),
             lag,
-            observed
-                .and_then(|site| site.gtid_executed.as_deref())
-                .and_then(summary::gtid_count)
-                .map_or_else(|| NONE.to_owned(), |count| count.to_string()),
+            summary::GtidText::of(observed.and_then(|site| site.gtid_executed.as_deref())).count(),
             observed.and_then(|site| site.source_convergence_state.as_ref()).map_or_else(
                 || NONE.to_owned(),
                 |state| match observed.and_then(|site| site.source_convergence_reason.as_ref()) {

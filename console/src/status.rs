@@ -1,4 +1,6 @@
-//! The `status` verb: reads the groups and prints the report (thin IO over `report`).
+//! The `status` verb: reads the groups and prints the report (thin IO over `report`). Groups
+//! are read as raw objects and decoded one by one ([`crate::decode`]): one that does not
+//! decode is listed as unreadable, with the path and the error, after the others.
 
 use std::io::Write;
 
@@ -8,6 +10,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use crate::cli::{OutputFormat, StatusArgs};
+use crate::decode;
 use crate::report::{self, ListStyle};
 
 /// Where to look.
@@ -25,20 +28,23 @@ pub async fn run(
     now: jiff::Timestamp,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    const KIND: &str = "MysqlFailoverGroup";
     let resource = ApiResource::erase::<MysqlFailoverGroup>(&());
-    let (typed, raw): (Api<MysqlFailoverGroup>, Api<DynamicObject>) = match (scope, &args.group) {
-        (Scope::Namespace(namespace), _) => (
-            Api::namespaced(client.clone(), namespace),
-            Api::namespaced_with(client, namespace, &resource),
-        ),
+    let raw: Api<DynamicObject> = match (scope, &args.group) {
+        (Scope::Namespace(namespace), _) => Api::namespaced_with(client, namespace, &resource),
         (Scope::All, Some(_)) => {
             anyhow::bail!("a group name needs a namespace, not --all-namespaces")
         }
-        (Scope::All, None) => (Api::all(client.clone()), Api::all_with(client, &resource)),
+        (Scope::All, None) => Api::all_with(client, &resource),
     };
     let text = match (&args.group, args.output) {
         (Some(name), OutputFormat::Table | OutputFormat::Wide) => {
-            let group = typed.get(name).await.with_context(|| format!("reading group {name}"))?;
+            let object = raw.get(name).await.with_context(|| format!("reading group {name}"))?;
+            let group: MysqlFailoverGroup = decode::decode(KIND, object).map_err(|unreadable| {
+                anyhow::anyhow!(
+                    "{unreadable}; `-o json` shows the object as stored, fix or replace it"
+                )
+            })?;
             report::group(&group, now)
         }
         (Some(name), format) => {
@@ -46,18 +52,46 @@ pub async fn run(
             dump(&serde_json::to_value(&object)?, format)?
         }
         (None, OutputFormat::Table | OutputFormat::Wide) => {
-            let groups = typed.list(&ListParams::default()).await.context("listing groups")?;
+            let objects = raw.list(&ListParams::default()).await.context("listing groups")?;
+            let (groups, unreadable) =
+                decode::decode_all::<MysqlFailoverGroup>(KIND, objects.items);
             let style =
                 if args.output == OutputFormat::Wide { ListStyle::Wide } else { ListStyle::Table };
-            report::list(&groups.items, now, style, *scope == Scope::All)
+            let list = if groups.is_empty() && !unreadable.is_empty() {
+                String::new()
+            } else {
+                report::list(&groups, now, style, *scope == Scope::All)
+            };
+            format!("{list}{}", report::unreadable(&unreadable))
         }
         (None, format) => {
-            let groups = raw.list(&ListParams::default()).await.context("listing groups")?;
-            let list = serde_json::json!({
+            let objects = raw.list(&ListParams::default()).await.context("listing groups")?;
+            // The objects as stored (as `kubectl get -o json` prints them); the ones the
+            // console cannot decode are also named, with the path and the error.
+            let unreadable: Vec<serde_json::Value> = objects
+                .items
+                .iter()
+                .filter_map(|object| {
+                    decode::decode::<MysqlFailoverGroup>(KIND, object.clone()).err()
+                })
+                .map(|unreadable| {
+                    serde_json::json!({
+                        "kind": unreadable.kind,
+                        "namespace": unreadable.namespace,
+                        "name": unreadable.name,
+                        "path": unreadable.path,
+                        "error": unreadable.error,
+                    })
+                })
+                .collect();
+            let mut list = serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "List",
-                "items": groups.items,
+                "items": objects.items,
             });
+            if !unreadable.is_empty() {
+                list["unreadable"] = serde_json::Value::Array(unreadable);
+            }
             dump(&list, format)?
         }
     };

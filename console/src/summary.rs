@@ -4,6 +4,7 @@
 use bloodraven_crd::catalog::{self, Kind};
 use bloodraven_crd::group::{PlannedFailoverPhase, SiteState};
 use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
+use bloodraven_gtid::GtidSet;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -114,7 +115,7 @@ pub fn condition_status(group: &MysqlFailoverGroup, type_: &ConditionType) -> St
 
 /// Whether automation is held (a `plannedFailoverHold` or `AutomaticFailoverHeld=True`).
 pub fn held(group: &MysqlFailoverGroup) -> bool {
-    group.status.as_ref().is_some_and(|status| status.automation_held())
+    group.automation_held()
 }
 
 /// `READY` with the `+held` marker the spec asks the summary to show.
@@ -226,31 +227,58 @@ pub fn remedy(kind: Kind, token: &str) -> Option<&'static str> {
         .map(|entry| entry.remedy)
 }
 
-/// How many transactions a GTID set holds (`uuid:1-5:7,uuid2:1-3` → 9); `None` when the text
-/// is not a GTID set.
-pub fn gtid_count(set: &str) -> Option<u64> {
-    let mut total: u64 = 0;
-    for member in set.split(',').map(str::trim).filter(|member| !member.is_empty()) {
-        let mut parts = member.split(':');
-        parts.next()?;
-        for interval in parts {
-            // A tagged GTID (`uuid:tag:1-5`) carries a tag before its intervals.
-            let is_tag = interval.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && interval.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if is_tag {
-                continue;
-            }
-            let (start, end) = match interval.split_once('-') {
-                Some((start, end)) => (start.parse::<u64>().ok()?, end.parse::<u64>().ok()?),
-                None => {
-                    let single = interval.parse::<u64>().ok()?;
-                    (single, single)
-                }
-            };
-            total = total.saturating_add(end.checked_sub(start)?.saturating_add(1));
+/// A GTID set as the status reports it: absent, parsed by `bloodraven-gtid`, or text that is
+/// not a GTID set (shown as such, never as 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GtidText {
+    Absent,
+    Set(GtidSet),
+    Unparsable(String),
+}
+
+/// What a count or difference shows for text that is not a GTID set.
+pub const UNPARSABLE: &str = "invalid";
+
+impl GtidText {
+    /// Parses `text` (a `gtidExecuted` value) with `bloodraven-gtid`.
+    pub fn of(text: Option<&str>) -> Self {
+        match text {
+            None => GtidText::Absent,
+            Some(text) => match text.parse::<GtidSet>() {
+                Ok(set) => GtidText::Set(set),
+                Err(error) => GtidText::Unparsable(error.to_string()),
+            },
         }
     }
-    Some(total)
+
+    /// How many transactions the set holds (`GtidSet::count`: overlaps counted once), `-`
+    /// when absent, [`UNPARSABLE`] when the text is not a GTID set.
+    pub fn count(&self) -> String {
+        match self {
+            GtidText::Absent => NONE.to_owned(),
+            GtidText::Set(set) => set.count().to_string(),
+            GtidText::Unparsable(_) => UNPARSABLE.to_owned(),
+        }
+    }
+
+    /// This site against the primary, by set difference: `-N` transactions the primary has
+    /// and this site lacks, `+M` transactions only this site has (errant), `+0` when equal;
+    /// `-` when either is absent, [`UNPARSABLE`] when either is not a GTID set.
+    pub fn delta(&self, primary: &GtidText) -> String {
+        match (self, primary) {
+            (GtidText::Unparsable(_), _) | (_, GtidText::Unparsable(_)) => UNPARSABLE.to_owned(),
+            (GtidText::Set(site), GtidText::Set(primary)) => {
+                let missing = primary.difference(site).count();
+                let extra = site.difference(primary).count();
+                match (missing, extra) {
+                    (0, extra) => format!("+{extra}"),
+                    (missing, 0) => format!("-{missing}"),
+                    (missing, extra) => format!("-{missing} +{extra}"),
+                }
+            }
+            _ => NONE.to_owned(),
+        }
+    }
 }
 
 /// Truncates `text` to `limit` characters, ending with `…` when cut.
@@ -299,13 +327,34 @@ mod tests {
     }
 
     #[test]
-    fn gtid_sets_are_counted() {
-        assert_eq!(gtid_count("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9182731"), Some(9_182_731));
-        assert_eq!(gtid_count("a:1-5:7, b:1-3"), Some(9));
-        assert_eq!(gtid_count("a:tag_1:1-3"), Some(3));
-        assert_eq!(gtid_count(""), Some(0));
-        assert_eq!(gtid_count("a:x-y"), None);
-        assert_eq!(gtid_count("a:5-1"), None);
+    fn gtid_counts_and_differences_come_from_the_gtid_crate() {
+        const A: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+        const B: &str = "4f22ab58-82db-22f2-8f44-d91bb0530673";
+        let count = |text: &str| GtidText::of(Some(text)).count();
+        assert_eq!(count(&format!("{A}:1-9182731")), "9182731");
+        // Overlapping intervals count once; a repeated UUID merges.
+        assert_eq!(count(&format!("{A}:1-5:3-6")), "6");
+        assert_eq!(count(&format!("{A}:1-5,{A}:4-8")), "8");
+        // Tagged and untagged transactions of one UUID are separate sources.
+        assert_eq!(count(&format!("{A}:1-5:tag_1:1-3,{B}:1-2")), "10");
+        // An end below its start is an empty interval, as in MySQL.
+        assert_eq!(count(&format!("{A}:5-1")), "0");
+        assert_eq!(count(""), "0");
+        // Not a GTID set: said, never counted as 0.
+        assert_eq!(count("a:1-5"), UNPARSABLE);
+        assert_eq!(count(&format!("{A}:x-y")), UNPARSABLE);
+        assert_eq!(GtidText::of(None).count(), NONE);
+
+        let delta = |site: &str, primary: &str| {
+            GtidText::of(Some(site)).delta(&GtidText::of(Some(primary)))
+        };
+        assert_eq!(delta(&format!("{A}:1-6:3-4"), &format!("{A}:1-6")), "+0");
+        assert_eq!(delta(&format!("{A}:1-3"), &format!("{A}:1-5:4-9")), "-6");
+        // Same count, different transactions: a plain subtraction would say +0.
+        assert_eq!(delta(&format!("{A}:1-5:tag_1:1-2"), &format!("{A}:1-7")), "-2 +2");
+        assert_eq!(delta(&format!("{A}:1-9,{B}:1"), &format!("{A}:1-9")), "+1");
+        assert_eq!(delta("a:1", &format!("{A}:1-9")), UNPARSABLE);
+        assert_eq!(GtidText::of(None).delta(&GtidText::of(Some(A))), NONE);
     }
 
     #[test]

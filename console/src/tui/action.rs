@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Event;
 
 use super::state::{ConnectionStatus, Key, Scope, SourceKind};
 use crate::archive::{ArchiveOutcome, ArchiveRequest};
+use crate::decode::Unreadable;
 
 /// Something the user asked for (after the keymap).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +47,9 @@ pub enum Change<K> {
 #[derive(Clone, Debug)]
 pub enum DataEvent {
     Groups(Change<MysqlFailoverGroup>),
+    /// Groups that did not decode ([`crate::decode`]): listed, never hiding the rest. An
+    /// object moves between `Groups` and `UnreadableGroups` as it is rewritten.
+    UnreadableGroups(Change<Unreadable>),
     Backups(Change<MysqlBackup>),
     Verifications(Change<MysqlBackupVerification>),
     Events(Change<Event>),
@@ -66,7 +70,18 @@ pub enum DataEvent {
 #[derive(Clone, Debug)]
 pub enum Action {
     Input(Intent),
+    /// A data event of the current context and scope (tests and benchmarks feed the state
+    /// with these).
     Data(DataEvent),
+    /// A data event as the runtime's sources send it, tagged with the epoch (context and
+    /// scope generation, [`super::state::State::epoch`]) the source was started for; `update`
+    /// drops it when the epoch is not the current one.
+    Sourced {
+        epoch: u64,
+        event: DataEvent,
+    },
+    /// The read-only client refused a request (method and path); shown in the status line.
+    Refused(String),
     /// The clock moved on.
     Tick(Timestamp),
     /// The terminal changed size.

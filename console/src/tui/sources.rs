@@ -1,5 +1,8 @@
 //! Sources: kube-runtime watchers turned into owned [`DataEvent`]s. They own no UI state;
-//! they report their connection status and retry with backoff.
+//! they report their connection status and retry with backoff. Every event is tagged with
+//! the epoch the source was started for ([`Tagged`]), so the loop can drop what a source of
+//! an older context or scope still sends. Groups are watched as raw objects and decoded one
+//! by one ([`crate::decode`]): one object that does not decode is listed as unreadable.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -9,6 +12,7 @@ use futures::StreamExt as _;
 use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Event;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -25,39 +29,61 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The kinds whose Events the console shows.
 const EVENT_KINDS: [&str; 3] = ["MysqlFailoverGroup", "MysqlBackup", "MysqlBackupVerification"];
 
-/// Starts one watcher per kind; abort the handles to stop them.
+/// A data event and the epoch of the source that sent it.
+#[derive(Clone, Debug)]
+pub struct Tagged {
+    pub epoch: u64,
+    pub event: DataEvent,
+}
+
+/// Where sources send: tags each event with the source's epoch.
+#[derive(Clone, Debug)]
+struct Sink {
+    epoch: u64,
+    sender: mpsc::Sender<Tagged>,
+}
+
+impl Sink {
+    /// `false` when the console is gone.
+    async fn send(&self, event: DataEvent) -> bool {
+        self.sender.send(Tagged { epoch: self.epoch, event }).await.is_ok()
+    }
+}
+
+/// Starts one watcher per kind for `epoch`; abort the handles to stop them.
 pub fn spawn(
     client: &Client,
     scope: &Scope,
-    sender: &mpsc::Sender<DataEvent>,
+    sender: &mpsc::Sender<Tagged>,
+    epoch: u64,
 ) -> Vec<JoinHandle<()>> {
+    let sink = Sink { epoch, sender: sender.clone() };
+    let groups = ApiResource::erase::<MysqlFailoverGroup>(&());
+    let groups: Api<DynamicObject> = match scope {
+        Scope::Namespace(namespace) => Api::namespaced_with(client.clone(), namespace, &groups),
+        Scope::All => Api::all_with(client.clone(), &groups),
+    };
     vec![
-        tokio::spawn(watch(
-            api::<MysqlFailoverGroup>(client, scope),
-            SourceKind::Groups,
-            DataEvent::Groups,
-            sender.clone(),
-            |_| true,
-        )),
+        tokio::spawn(watch(groups, SourceKind::Groups, decode_groups, sink.clone(), |_| true)),
         tokio::spawn(watch(
             api::<MysqlBackup>(client, scope),
             SourceKind::Backups,
-            DataEvent::Backups,
-            sender.clone(),
+            |change| vec![DataEvent::Backups(change)],
+            sink.clone(),
             |_| true,
         )),
         tokio::spawn(watch(
             api::<MysqlBackupVerification>(client, scope),
             SourceKind::Verifications,
-            DataEvent::Verifications,
-            sender.clone(),
+            |change| vec![DataEvent::Verifications(change)],
+            sink.clone(),
             |_| true,
         )),
         tokio::spawn(watch(
             api::<Event>(client, scope),
             SourceKind::Events,
-            DataEvent::Events,
-            sender.clone(),
+            |change| vec![DataEvent::Events(change)],
+            sink,
             |event| {
                 event
                     .involved_object
@@ -67,6 +93,31 @@ pub fn spawn(
             },
         )),
     ]
+}
+
+/// The group events of a change to raw objects: decoded groups, and unreadable ones listed.
+pub fn decode_groups(change: Change<DynamicObject>) -> Vec<DataEvent> {
+    const KIND: &str = "MysqlFailoverGroup";
+    let one =
+        |object: DynamicObject,
+         good: fn(Box<MysqlFailoverGroup>) -> Change<MysqlFailoverGroup>,
+         bad: fn(Box<crate::decode::Unreadable>) -> Change<crate::decode::Unreadable>| {
+            match crate::decode::decode::<MysqlFailoverGroup>(KIND, object) {
+                Ok(group) => DataEvent::Groups(good(Box::new(group))),
+                Err(unreadable) => DataEvent::UnreadableGroups(bad(Box::new(unreadable))),
+            }
+        };
+    match change {
+        Change::Restarted(objects) => {
+            let (groups, unreadable) = crate::decode::decode_all(KIND, objects);
+            vec![
+                DataEvent::Groups(Change::Restarted(groups)),
+                DataEvent::UnreadableGroups(Change::Restarted(unreadable)),
+            ]
+        }
+        Change::Applied(object) => vec![one(*object, Change::Applied, Change::Applied)],
+        Change::Deleted(object) => vec![one(*object, Change::Deleted, Change::Deleted)],
+    }
 }
 
 fn api<K>(client: &Client, scope: &Scope) -> Api<K>
@@ -81,20 +132,22 @@ where
 }
 
 /// Reads a group's archive once (list and get only, [`crate::archive::load`]) and reports the
-/// outcome as a [`DataEvent::Archive`]; the coverage is computed here, off the UI loop.
+/// outcome as a [`DataEvent::Archive`] of `epoch`; the coverage is computed here, off the UI
+/// loop.
 pub fn read_archive(
     access: crate::archive::ArchiveAccess,
     key: Key,
     request: ArchiveRequest,
-    sender: &mpsc::Sender<DataEvent>,
+    sender: &mpsc::Sender<Tagged>,
+    epoch: u64,
 ) -> JoinHandle<()> {
-    let sender = sender.clone();
+    let sink = Sink { epoch, sender: sender.clone() };
     tokio::spawn(async move {
         let outcome = crate::archive::load(&access, &request).await;
         if let crate::archive::ArchiveOutcome::Failed(error) = &outcome {
             tracing::warn!(group = ?key, %error, "reading the archive failed");
         }
-        let _ = sender.send(DataEvent::Archive { key, outcome, at: Timestamp::now() }).await;
+        sink.send(DataEvent::Archive { key, outcome, at: Timestamp::now() }).await;
     })
 }
 
@@ -107,16 +160,15 @@ pub fn backoff(failures: u32) -> Duration {
 async fn watch<K>(
     api: Api<K>,
     source: SourceKind,
-    wrap: fn(Change<K>) -> DataEvent,
-    sender: mpsc::Sender<DataEvent>,
+    wrap: fn(Change<K>) -> Vec<DataEvent>,
+    sink: Sink,
     keep: fn(&K) -> bool,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    K::DynamicType: Default,
 {
     let status =
         |status: ConnectionStatus| DataEvent::Connection { source, status, at: Timestamp::now() };
-    if sender.send(status(ConnectionStatus::Connecting)).await.is_err() {
+    if !sink.send(status(ConnectionStatus::Connecting)).await {
         return;
     }
     let mut stream = watcher(api, watcher::Config::default()).boxed();
@@ -149,7 +201,7 @@ async fn watch<K>(
                     retry_at,
                     error: error.to_string(),
                 };
-                if sender.send(status(reconnecting)).await.is_err() {
+                if !sink.send(status(reconnecting)).await {
                     return;
                 }
                 tokio::time::sleep(delay).await;
@@ -172,8 +224,10 @@ async fn watch<K>(
             watcher::Event::Delete(object) if keep(&object) => Change::Deleted(Box::new(object)),
             watcher::Event::Apply(_) | watcher::Event::Delete(_) => continue,
         };
-        if sender.send(wrap(change)).await.is_err() {
-            return;
+        for event in wrap(change) {
+            if !sink.send(event).await {
+                return;
+            }
         }
     }
 }

@@ -199,6 +199,8 @@ impl Default for Ui {
 #[derive(Clone, Debug, Default)]
 pub struct Data {
     pub groups: BTreeMap<Key, MysqlFailoverGroup>,
+    /// Groups that did not decode, with the path and error.
+    pub unreadable_groups: BTreeMap<Key, crate::decode::Unreadable>,
     pub backups: BTreeMap<Key, MysqlBackup>,
     pub verifications: BTreeMap<Key, MysqlBackupVerification>,
     pub events: BTreeMap<Key, Event>,
@@ -231,6 +233,9 @@ pub struct State {
     pub now: Timestamp,
     pub context: String,
     pub scope: Scope,
+    /// The generation of the context and scope whose data is shown: it moves on with every
+    /// `:ctx` and `:ns`, and events of sources started for an older one are dropped.
+    pub epoch: u64,
     pub data: Data,
     /// While frozen the display keeps its data and clock; changes queue here.
     pub frozen: Option<Vec<DataEvent>>,
@@ -243,7 +248,15 @@ impl State {
         for source in SourceKind::ALL {
             data.sources.insert(source, SourceState::default());
         }
-        Self { now, context: context.into(), scope, data, frozen: None, ui: Ui::default() }
+        Self {
+            now,
+            context: context.into(),
+            scope,
+            epoch: 0,
+            data,
+            frozen: None,
+            ui: Ui::default(),
+        }
     }
 
     /// The current screen.

@@ -66,6 +66,17 @@ fn archive_effect(state: &mut State) -> Option<Effect> {
 fn step(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Input(intent) => input(state, intent),
+        Action::Sourced { epoch, event } => {
+            if false && epoch != state.epoch {
+                // A source of an older context or scope: its data is not this view's.
+                return Vec::new();
+            }
+            step(state, Action::Data(event))
+        }
+        Action::Refused(refusal) => {
+            state.ui.message = Some(refusal);
+            vec![Effect::Render]
+        }
         Action::Data(event) => {
             if let Some(queue) = &mut state.frozen {
                 queue.push(event);
@@ -88,7 +99,8 @@ fn step(state: &mut State, action: Action) -> Vec<Effect> {
             state.context.clone_from(&context);
             reset_data(state);
             state.ui.message = Some(format!("context {context}"));
-            vec![Effect::Render]
+            // The runtime already holds the new client: restart every source on it.
+            vec![Effect::Render, Effect::Watch(state.scope.clone())]
         }
         Action::ContextSwitched(Err(error)) => {
             state.ui.message = Some(error);
@@ -118,7 +130,35 @@ fn apply_data(state: &mut State, event: DataEvent) {
     let now = state.now;
     let touched = match event {
         DataEvent::Groups(change) => {
+            // A group that decodes now is no longer unreadable (and a deleted one is neither).
+            match &change {
+                Change::Restarted(_) => {}
+                Change::Applied(group) | Change::Deleted(group) => {
+                    state.data.unreadable_groups.remove(&key_of(&group.metadata));
+                }
+            }
             apply_change(&mut state.data.groups, change);
+            SourceKind::Groups
+        }
+        DataEvent::UnreadableGroups(change) => {
+            let unreadable = &mut state.data.unreadable_groups;
+            match change {
+                Change::Restarted(objects) => {
+                    unreadable.clear();
+                    for object in objects {
+                        state.data.groups.remove(&object.key());
+                        unreadable.insert(object.key(), object);
+                    }
+                }
+                Change::Applied(object) => {
+                    state.data.groups.remove(&object.key());
+                    unreadable.insert(object.key(), *object);
+                }
+                Change::Deleted(object) => {
+                    state.data.groups.remove(&object.key());
+                    unreadable.remove(&object.key());
+                }
+            }
             SourceKind::Groups
         }
         DataEvent::Backups(change) => {
@@ -368,8 +408,13 @@ fn rescope(state: &mut State, scope: Scope) -> Option<Effect> {
     Some(Effect::Watch(scope))
 }
 
-/// Drops the data of the old scope or cluster and goes back to the fleet.
+/// Drops the data of the old scope or cluster, moves to a new epoch (events of the old
+/// sources are dropped from now on) and goes back to the fleet.
 fn reset_data(state: &mut State) {
+    state.epoch += 1;
+    if let Some(queue) = &mut state.frozen {
+        queue.clear();
+    }
     state.data = super::state::Data::default();
     for source in SourceKind::ALL {
         state.data.sources.insert(source, super::state::SourceState::default());

@@ -184,7 +184,23 @@ fn fleet_cells(group: &MysqlFailoverGroup, now: Timestamp) -> [String; 11] {
     ]
 }
 
+/// How many unreadable groups the fleet lists below the table (the count says the rest).
+const UNREADABLE_LINES: usize = 5;
+
 fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let unreadable = &state.data.unreadable_groups;
+    let area = if unreadable.is_empty() {
+        area
+    } else {
+        let lines = unreadable.len().min(UNREADABLE_LINES) + 2;
+        let [table, list] = Layout::vertical([
+            Constraint::Min(4),
+            Constraint::Length(u16::try_from(lines).unwrap_or(7)),
+        ])
+        .areas(area);
+        render_unreadable(state, frame, list);
+        table
+    };
     let groups = state.visible_groups();
     let inner_width = area.width.saturating_sub(2);
     let mut shown = FLEET_COLUMNS.len();
@@ -217,9 +233,14 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         *last = Constraint::Min(FLEET_COLUMNS[shown - 1].1);
     }
     let title = format!(
-        "Failover groups ({} of {}) · sort {}{}",
+        "Failover groups ({} of {}{}) · sort {}{}",
         groups.len(),
         state.data.groups.len(),
+        if unreadable.is_empty() {
+            String::new()
+        } else {
+            format!(", {} unreadable", unreadable.len())
+        },
         state.ui.sort.title(),
         if state.ui.descending { " ↓" } else { " ↑" }
     );
@@ -233,6 +254,35 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         table_state.select(Some(state.ui.selected.saturating_sub(offset)));
     }
     frame.render_stateful_widget(table, area, &mut table_state);
+}
+
+/// The groups that did not decode: name, path and error, one line each.
+fn render_unreadable(state: &State, frame: &mut Frame<'_>, area: Rect) {
+    let objects = &state.data.unreadable_groups;
+    let lines: Vec<Line<'static>> = objects
+        .values()
+        .take(UNREADABLE_LINES)
+        .map(|object| {
+            Line::from(vec![
+                Span::styled(
+                    format!("{}/{}", object.namespace, object.name),
+                    style(state, Color::Red).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(format!(" at {}: {}", object.path, object.error)),
+            ])
+        })
+        .collect();
+    let more = objects.len().saturating_sub(UNREADABLE_LINES);
+    let title = if more > 0 {
+        format!(" Unreadable groups ({}, {more} not shown; see `status -A`) ", objects.len())
+    } else {
+        format!(" Unreadable groups ({}): they do not decode ", objects.len())
+    };
+    let block = Block::bordered().title(Line::from(Span::styled(
+        title,
+        style(state, Color::Red).add_modifier(Modifier::BOLD),
+    )));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
 fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab: DetailTab) {
@@ -465,12 +515,13 @@ fn render_overview(
         Constraint::Min(4),
     ])
     .areas(area);
-    let primary_count = status
-        .active_site
-        .as_deref()
-        .and_then(|active| status.site(active))
-        .and_then(|site| site.gtid_executed.as_deref())
-        .and_then(summary::gtid_count);
+    let primary = summary::GtidText::of(
+        status
+            .active_site
+            .as_deref()
+            .and_then(|active| status.site(active))
+            .and_then(|site| site.gtid_executed.as_deref()),
+    );
     let header = Row::new([
         "SITE",
         "ROLE",
@@ -485,15 +536,11 @@ fn render_overview(
     .style(bold());
     let rows = group.spec.sites.iter().map(|site| {
         let observed = status.site(&site.name);
-        let count =
-            observed.and_then(|site| site.gtid_executed.as_deref()).and_then(summary::gtid_count);
-        let difference = match (count, primary_count) {
-            (Some(count), Some(primary))
-                if status.active_site.as_deref() != Some(site.name.as_str()) =>
-            {
-                format!("{:+}", i128::from(count) - i128::from(primary))
-            }
-            _ => NONE.to_owned(),
+        let gtids = summary::GtidText::of(observed.and_then(|site| site.gtid_executed.as_deref()));
+        let difference = if status.active_site.as_deref() == Some(site.name.as_str()) {
+            NONE.to_owned()
+        } else {
+            gtids.delta(&primary)
         };
         let state_text = observed
             .and_then(|site| site.state.as_ref())
@@ -518,7 +565,7 @@ fn render_overview(
                 || NONE.to_owned(),
                 |lag| if lag < 0 { "?".to_owned() } else { summary::short_duration(lag) },
             ),
-            count.map_or_else(|| NONE.to_owned(), |count| count.to_string()),
+            gtids.count(),
             difference,
             observed
                 .and_then(|site| site.replicating)

@@ -58,6 +58,73 @@ async fn status_reads_the_lab_and_writes_nothing() {
     running.stop().await.unwrap();
 }
 
+/// A group an older or newer operator (or a hand edit) could leave: `spec.sites` is a string.
+/// It carries a value that must never reach a log.
+pub(crate) fn broken_group() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "metadata": {
+            "name": "broken",
+            "namespace": "orders",
+            "annotations": { "example.com/token": "hunter2-do-not-log" },
+        },
+        "spec": { "sites": "not a list", "image": "mysql:9.7" },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_an_unreadable_group_after_the_others() {
+    crate::install_crypto();
+    let running = RunningLab::start("healthy", jiff::Timestamp::now()).await.unwrap();
+    running.lab.insert_unvalidated(broken_group()).unwrap();
+    let directory = tempfile::tempdir().unwrap();
+    let log = directory.path().join("console.log");
+    let arguments = |rest: &[&str]| {
+        let mut all = vec![
+            "--kubeconfig".to_owned(),
+            running.kubeconfig().display().to_string(),
+            "--log-file".to_owned(),
+            log.display().to_string(),
+        ];
+        all.extend(rest.iter().map(|s| (*s).to_owned()));
+        all
+    };
+
+    let list = stdout(&run(arguments(&["status", "-A"])).await);
+    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY"), "{list}");
+    assert!(list.contains("ledger"), "the healthy groups are listed: {list}");
+    assert!(list.contains("\nUnreadable (1): "), "{list}");
+    assert!(
+        list.contains("  orders/broken  at spec.sites: invalid type: string \"not a list\", expected a sequence\n"),
+        "{list}"
+    );
+
+    let json = stdout(&run(arguments(&["status", "-A", "-o", "json"])).await);
+    let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 4, "the objects as stored");
+    let unreadable = &list["unreadable"];
+    assert_eq!(unreadable.as_array().map(Vec::len), Some(1), "{unreadable}");
+    assert_eq!(unreadable[0]["name"], "broken");
+    assert_eq!(unreadable[0]["path"], "spec.sites");
+    assert!(unreadable[0]["error"].as_str().unwrap().contains("expected a sequence"));
+
+    let one = run(arguments(&["status", "broken", "-n", "orders"])).await;
+    assert!(!one.status.success());
+    let error = String::from_utf8_lossy(&one.stderr);
+    assert!(
+        error.starts_with("error: MysqlFailoverGroup orders/broken is unreadable at spec.sites: "),
+        "{error}"
+    );
+
+    // The log names the object and the error, never its body.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("namespace=orders name=broken path=spec.sites"), "{logged}");
+    assert!(!logged.contains("hunter2"), "a response body reached the log: {logged}");
+    assert!(running.lab.requests().iter().all(|request| !request.is_write()));
+    running.stop().await.unwrap();
+}
+
 #[test]
 fn installed_as_kubectl_bloodraven_it_calls_itself_kubectl_bloodraven() {
     let directory = tempfile::tempdir().unwrap();

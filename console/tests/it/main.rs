@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
 mod app;
 mod binary;
+mod readonly;
 mod tmux;
 
 /// Installs the one rustls provider (ring), as every binary and test helper does.

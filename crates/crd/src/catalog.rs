@@ -1,6 +1,6 @@
 //! The reason catalog: what every phase, outcome, reason, warning, wait reason and refusal
-//! token of planned failover, PITR, the archive, restores, in-place restores and artifact
-//! cleanup means, for the engineer who meets one at 3 a.m.
+//! token of planned failover, PITR, the archive, restores, in-place restores, artifact
+//! cleanup and backup metadata means, for the engineer who meets one at 3 a.m.
 //!
 //! Each [`Entry`] says what the token means, what state the cluster (or the backup) was left
 //! in, what to do, and whether waiting can clear it ([`Waiting`]). The text is ours, written
@@ -17,6 +17,7 @@
 //! `tests/fixtures/catalog/<kind>.txt`, and fails when the catalog misses or invents a token.
 
 mod artifact_cleanup;
+mod backup;
 mod pitr;
 mod planned_failover;
 mod restore;
@@ -49,7 +50,8 @@ pub enum Kind {
     ArchiveHistoryViolation,
     /// `status.pitr.archive.state` (and the sidecar's `archive.state`).
     ArchiveState,
-    /// Why an archive encryption binding is not Bound, and the backup refusal it causes.
+    /// Why an archive encryption binding is not Bound: its refusal reasons, and the
+    /// `ArchiveListFailed` message of a check that cannot list the archive.
     ArchiveBindingReason,
     /// `status.restore.phase` of a bootstrap restore (`spec.initFromBackup`).
     RestorePhase,
@@ -67,11 +69,15 @@ pub enum Kind {
     ArtifactCleanupVerdict,
     /// The Events of artifact cleanup and retention on a `MysqlBackup`.
     ArtifactCleanupEvent,
+    /// Reasons of the `MetadataComplete` condition on a `MysqlBackup`.
+    BackupMetadata,
+    /// Why a backup profile refuses to run backups.
+    BackupProfileRefusal,
 }
 
 impl Kind {
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 23] = [
         Kind::PlannedFailoverPhase,
         Kind::PlannedFailoverLegacyPhase,
         Kind::PlannedFailoverOutcome,
@@ -93,6 +99,8 @@ impl Kind {
         Kind::ArtifactCleanup,
         Kind::ArtifactCleanupVerdict,
         Kind::ArtifactCleanupEvent,
+        Kind::BackupMetadata,
+        Kind::BackupProfileRefusal,
     ];
 
     /// The kind's name in kebab case; also its fixture file's stem.
@@ -119,6 +127,8 @@ impl Kind {
             Kind::ArtifactCleanup => "artifact-cleanup",
             Kind::ArtifactCleanupVerdict => "artifact-cleanup-verdict",
             Kind::ArtifactCleanupEvent => "artifact-cleanup-event",
+            Kind::BackupMetadata => "backup-metadata",
+            Kind::BackupProfileRefusal => "backup-profile-refusal",
         }
     }
 
@@ -151,6 +161,8 @@ impl Kind {
             Kind::ArtifactCleanup => artifact_cleanup::REASONS,
             Kind::ArtifactCleanupVerdict => artifact_cleanup::VERDICTS,
             Kind::ArtifactCleanupEvent => artifact_cleanup::EVENTS,
+            Kind::BackupMetadata => backup::METADATA_REASONS,
+            Kind::BackupProfileRefusal => backup::PROFILE_REFUSALS,
         }
     }
 }

@@ -5,6 +5,7 @@
 #![allow(unreachable_pub, reason = "KubeSchema derive copies pub structs into a private scope")]
 
 mod backup;
+mod init_rules;
 mod planned_failover;
 mod restore;
 mod status;
@@ -39,9 +40,8 @@ pub use status::*;
     printcolumn = r#"{"name":"Ready","type":"string","description":"The Ready condition's status","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[x_kube(validation = Rule::new("has(oldSelf.initFromBackup) == has(self.initFromBackup)").message(
-    "spec.initFromBackup is fixed at creation: it cannot be added, changed or removed. To retry a bootstrap restore that never succeeded, delete the group and create it again with the corrected block (see Backup and restore > A failed bootstrap restore)"
-))]
+#[x_kube(validation = Rule::new("has(oldSelf.initFromBackup) == has(self.initFromBackup)")
+    .message(init_rules::FIXED_AT_CREATION))]
 #[serde(rename_all = "camelCase")]
 pub struct MysqlFailoverGroupSpec {
     /// The MySQL server image, such as `mysql:9.7`.

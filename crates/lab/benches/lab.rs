@@ -2,7 +2,11 @@
 //! - `list_1000_configmaps`: one typed list of 1,000 objects (goal: at most 20 ms), and the
 //!   same list as raw HTTP (server and transfer only, no client-side decoding);
 //! - `100_watchers_one_update`: one patch until all of 100 open watches got its event
-//!   (goal: all within 50 ms).
+//!   (goal: all within 50 ms);
+//! - `create_failover_group_validated` / `_unvalidated`: one `MysqlFailoverGroup` created
+//!   in process with the project's CRDs, with schema and CEL validation (`Lab::apply`) and
+//!   without (`Lab::insert_unvalidated`, the path before validation existed): the cost of
+//!   validation on the create path.
 
 // A benchmark whose setup fails should stop loudly, as a test does.
 #![allow(clippy::unwrap_used)]
@@ -117,9 +121,52 @@ fn watchers_100(criterion: &mut Criterion) {
     runtime.block_on(lab.stop()).unwrap();
 }
 
+fn project_crds() -> String {
+    let directory = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/crds");
+    let mut paths: Vec<_> = std::fs::read_dir(directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "yaml"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+fn create_failover_group(criterion: &mut Criterion) {
+    let runtime = runtime();
+    let (lab, _client) = runtime.block_on(start());
+    lab.load_crds(&project_crds()).unwrap();
+    let group = serde_json::to_value(
+        bloodraven_crd::fixtures::GroupFixture::three_sites().with_namespace("default").build(),
+    )
+    .unwrap();
+    let mut counter = 0u64;
+    for (name, validated) in
+        [("create_failover_group_validated", true), ("create_failover_group_unvalidated", false)]
+    {
+        criterion.bench_function(name, |bencher| {
+            bencher.iter(|| {
+                counter += 1;
+                let mut object = group.clone();
+                object["metadata"]["name"] = json!(format!("group-{counter}"));
+                if validated {
+                    lab.apply(object).unwrap();
+                } else {
+                    lab.insert_unvalidated(object).unwrap();
+                }
+            })
+        });
+    }
+    runtime.block_on(lab.stop()).unwrap();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(5));
-    targets = list_1000, watchers_100
+    targets = list_1000, watchers_100, create_failover_group
 }
 criterion_main!(benches);

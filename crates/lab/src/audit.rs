@@ -8,7 +8,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRecord {
     pub time: jiff::Timestamp,
-    /// The user the bearer token maps to, or `system:anonymous`.
+    /// The user of the client certificate or bearer token, or `system:anonymous`.
     pub user: String,
     /// Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection
     /// (and the HTTP method in lower case for non-resource paths).

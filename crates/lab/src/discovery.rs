@@ -178,6 +178,11 @@ pub(crate) fn non_resource(
             None => not_found_page(),
         },
         ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] => openapi_v2(headers),
+        ["openapi", "v3"] => json_response(200, &crate::openapi::index(&registry)),
+        ["openapi", "v3", rest @ ..] => match crate::openapi::document(&registry, rest) {
+            Some(document) => json_response(200, &document),
+            None => not_found_page(),
+        },
         _ => not_found_page(),
     }
 }

@@ -27,6 +27,12 @@ pub enum Error {
     Tls(String),
     #[error("unknown resource {resource}")]
     UnknownResource { resource: String },
+    #[error("no ServiceAccount {namespace}/{name} in the lab: create it before minting its token")]
+    UnknownServiceAccount { namespace: String, name: String },
+    #[error("{what}: start the lab with LabConfig::tls")]
+    TlsRequired { what: &'static str },
+    #[error("invalid identity: {message}")]
+    InvalidIdentity { message: String },
 }
 
 /// The library's result type.

@@ -5,6 +5,9 @@
 //! conflicts, every patch type including server-side apply, the status subresource,
 //! finalizers, label and field selectors, pagination, WATCH with bookmarks and `410 Gone`,
 //! discovery, and CRD registration. On top it records every request and can inject faults.
+//! Identities come from bearer tokens, minted ServiceAccount tokens and (over TLS) client
+//! certificates; with `LabConfig::rbac` every request is authorized by the stored RBAC
+//! objects, and `SelfSubjectReview` / `SelfSubjectAccessReview` answer "who am I" and "may I".
 //!
 //! ```text
 //! let lab = Lab::start(LabConfig::default()).await?;
@@ -15,20 +18,28 @@
 //! lab.stop().await?;
 //! ```
 
+mod access;
 mod audit;
 mod discovery;
 mod error;
 mod events;
+mod identity;
+mod impersonation;
 mod managed;
+mod openapi;
 mod patch;
 #[cfg(test)]
 mod proptests;
+mod protobuf;
+mod rbac;
 mod registry;
+mod reviews;
 mod selector;
 mod server;
 mod store;
 mod table;
 mod tls;
+mod validate;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -44,6 +55,10 @@ use tokio::task::JoinHandle;
 pub use crate::audit::{Fault, FaultAction, RequestRecord};
 pub use crate::discovery::{KUBERNETES_MAJOR, KUBERNETES_MINOR};
 pub use crate::error::{ApiError, Error, Result};
+pub use crate::identity::{
+    ANONYMOUS, AUTHENTICATED, ClientCertificate, MASTERS, MAX_CERTIFICATE_GROUPS, SERVICE_ACCOUNTS,
+    UNAUTHENTICATED, UserInfo, service_account_username,
+};
 pub use crate::registry::GroupResource;
 
 use crate::registry::split_api_version;
@@ -75,6 +90,11 @@ pub struct LabConfig {
     /// Serve https with a throwaway CA (in the kubeconfig) instead of plain http. kubectl
     /// sends bearer tokens only over https, so identities of kubectl requests need this.
     pub tls: bool,
+    /// User name → groups of token users (`with_user_in_groups`, `with_admin`).
+    pub groups: BTreeMap<String, Vec<String>>,
+    /// Authorize requests by the stored RBAC objects (`with_rbac`); off, every
+    /// authenticated request is allowed.
+    pub rbac: bool,
 }
 
 impl Default for LabConfig {
@@ -89,6 +109,8 @@ impl Default for LabConfig {
             request_log_limit: 100_000,
             snapshot: None,
             tls: false,
+            groups: BTreeMap::new(),
+            rbac: false,
         }
     }
 }
@@ -107,6 +129,8 @@ pub struct Lab {
     shared: Arc<Shared>,
     snapshot: Option<PathBuf>,
     ca_pem: Option<String>,
+    /// The CA's signer for client certificates (with `LabConfig::tls`).
+    issuer: Option<rcgen::Issuer<'static, rcgen::KeyPair>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -161,6 +185,7 @@ impl Lab {
             request_log_limit: config.request_log_limit,
         };
         let shared = Arc::new(Shared::new(state, settings));
+        lock(&shared.access).groups = config.groups.clone();
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .map_err(|source| Error::Bind { port: config.port, source })?;
@@ -170,7 +195,7 @@ impl Lab {
         let router = server::router(shared.clone());
         let (shutdown, shutdown_signal) = oneshot::channel::<()>();
         let watch_generation = shared.watch_generation.clone();
-        let (task, ca_pem) = if config.tls {
+        let (task, ca_pem, issuer) = if config.tls {
             let material = tls::generate()?;
             let task = tokio::spawn(tls::serve(
                 listener,
@@ -179,7 +204,7 @@ impl Lab {
                 shutdown_signal,
                 watch_generation,
             ));
-            (task, Some(material.ca_pem))
+            (task, Some(material.ca_pem), Some(material.issuer))
         } else {
             let task = tokio::spawn(async move {
                 axum::serve(listener, router)
@@ -190,16 +215,21 @@ impl Lab {
                     })
                     .await
             });
-            (task, None)
+            (task, None, None)
         };
-        Ok(Self {
+        let lab = Self {
             address,
             shared,
             snapshot: config.snapshot,
             ca_pem,
+            issuer,
             shutdown: Some(shutdown),
             task: Some(task),
-        })
+        };
+        if config.rbac {
+            lab.set_rbac(true)?;
+        }
+        Ok(lab)
     }
 
     /// `http://127.0.0.1:PORT` (`https://` with `LabConfig::tls`).
@@ -256,7 +286,7 @@ impl Lab {
             if value.is_null() {
                 continue;
             }
-            applied.push(self.apply_object(index + 1, value)?);
+            applied.push(self.apply_object(index + 1, value, true)?);
         }
         Ok(applied)
     }
@@ -266,12 +296,22 @@ impl Lab {
         self.apply_yaml(yaml)
     }
 
-    /// Creates or replaces one object.
+    /// Creates or replaces one object. Custom resources are validated against their CRD
+    /// (schema and CEL rules) and pruned, as the API server does; a refusal is `Error::Api`
+    /// with the 422 `Status`.
     pub fn apply(&self, object: Value) -> Result<Value> {
-        self.apply_object(1, object)
+        self.apply_object(1, object, true)
     }
 
-    fn apply_object(&self, document: usize, object: Value) -> Result<Value> {
+    /// Test-only raw insert: creates or replaces one object like `apply`, but without schema
+    /// or CEL validation and without pruning, as if an older or newer operator (CRD version
+    /// skew) or a hand edit had stored it. Clients then read it back as stored. Never use it
+    /// to make test data pass: fix the data instead.
+    pub fn insert_unvalidated(&self, object: Value) -> Result<Value> {
+        self.apply_object(1, object, false)
+    }
+
+    fn apply_object(&self, document: usize, object: Value, validate: bool) -> Result<Value> {
         let invalid =
             |message: &str| Error::InvalidObject { document, message: message.to_string() };
         let api_version = object
@@ -288,7 +328,7 @@ impl Lab {
         let name = store::meta_str(&object, "name")
             .ok_or_else(|| invalid("metadata.name is missing"))?
             .to_string();
-        let mut state = lock(&self.shared.state);
+        let mut state = validate::Locked::new(lock(&self.shared.state), validate);
         let (info, version, events_v1) = resolve(&state, api_version, kind)
             .ok_or_else(|| Error::UnknownResource { resource: format!("{kind}.{api_version}") })?;
         let version = version.as_str();
@@ -441,24 +481,10 @@ impl Lab {
         });
         let user_name = user.unwrap_or("anonymous");
         let user_entry = match token {
-            Some(token) => json!({ "name": user_name, "user": { "token": token } }),
-            None => json!({ "name": user_name, "user": {} }),
+            Some(token) => json!({ "token": token }),
+            None => json!({}),
         };
-        let mut cluster = json!({ "server": self.url() });
-        if let Some(ca_pem) = &self.ca_pem {
-            cluster["certificate-authority-data"] =
-                json!(data_encoding::BASE64.encode(ca_pem.as_bytes()));
-        }
-        let config = json!({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{ "name": "bloodraven-lab", "cluster": cluster }],
-            "contexts": [{ "name": "bloodraven-lab", "context": { "cluster": "bloodraven-lab", "user": user_name, "namespace": "default" } }],
-            "current-context": "bloodraven-lab",
-            "preferences": {},
-            "users": [user_entry],
-        });
-        serde_norway::to_string(&config).unwrap_or_default()
+        self.kubeconfig_for(user_name, user_entry)
     }
 
     /// Writes `kubeconfig(user)` to a file.

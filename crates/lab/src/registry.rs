@@ -1,6 +1,7 @@
 //! The resource types the server knows: built-in kinds and those registered by CRDs.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -56,6 +57,8 @@ pub(crate) struct ResourceInfo {
     pub printer_columns: Vec<PrinterColumn>,
     /// `openAPIV3Schema` per version, for server-side apply's list and map semantics.
     pub schemas: BTreeMap<String, Value>,
+    /// The same schemas compiled for validating writes (`crate::validate`).
+    pub validation: BTreeMap<String, Arc<crate::validate::Compiled>>,
 }
 
 impl ResourceInfo {
@@ -257,6 +260,46 @@ const BUILTINS: &[Builtin] = &[
         short_names: &["crd", "crds"],
         has_status: true,
     },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "roles",
+        singular: "role",
+        kind: "Role",
+        namespaced: true,
+        short_names: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+        singular: "rolebinding",
+        kind: "RoleBinding",
+        namespaced: true,
+        short_names: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterroles",
+        singular: "clusterrole",
+        kind: "ClusterRole",
+        namespaced: false,
+        short_names: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        short_names: &[],
+        has_status: false,
+    },
 ];
 
 /// `kubectl get` columns of the built-in kinds (what the API server's table convertors print,
@@ -344,6 +387,7 @@ impl Default for Registry {
                 custom: false,
                 printer_columns: builtin_columns(builtin.group, builtin.kind),
                 schemas: BTreeMap::new(),
+                validation: BTreeMap::new(),
             };
             resources.insert(info.group_resource(), info);
         }
@@ -459,6 +503,7 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
     let mut has_status = false;
     let mut printer_columns = Vec::new();
     let mut schemas = BTreeMap::new();
+    let mut validation = BTreeMap::new();
     for version in versions {
         let Some(version_name) = version.get("name").and_then(Value::as_str) else {
             return Err("spec.versions[].name: Required value".to_string());
@@ -475,6 +520,9 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
         }
         if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
             schemas.insert(version_name.to_string(), schema.clone());
+            let compiled = crate::validate::Compiled::new(schema)
+                .map_err(|error| format!("spec.versions[{version_name}].schema.{error}"))?;
+            validation.insert(version_name.to_string(), Arc::new(compiled));
         }
         if printer_columns.is_empty()
             && let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array)
@@ -533,6 +581,7 @@ fn crd_resource_info(crd: &Value) -> Result<ResourceInfo, String> {
         custom: true,
         printer_columns,
         schemas,
+        validation,
     })
 }
 

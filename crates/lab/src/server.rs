@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::audit::{Fault, FaultAction, RequestRecord, fault_status};
 use crate::discovery;
 use crate::error::ApiError;
+use crate::identity::{CertificateUser, UserInfo};
 use crate::managed;
 use crate::patch::{PatchType, apply_patch, unsupported_patch};
 use crate::registry::ResourceInfo;
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     pub paused: watch::Sender<bool>,
     pub watch_generation: watch::Sender<u64>,
     pub address: Mutex<String>,
+    /// Groups of token users, minted ServiceAccount tokens, and whether RBAC is on.
+    pub access: Mutex<crate::identity::AccessControl>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it.
@@ -60,6 +63,7 @@ impl Shared {
             paused: watch::Sender::new(false),
             watch_generation: watch::Sender::new(0),
             address: Mutex::new(String::new()),
+            access: Mutex::new(crate::identity::AccessControl::default()),
         }
     }
 
@@ -219,7 +223,7 @@ pub(crate) fn error_response(error: &ApiError) -> Response {
 /// Identity, fault injection, pause and the request log around every request.
 pub(crate) async fn middleware(
     AxumState(shared): AxumState<Arc<Shared>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let method = request.method().clone();
@@ -239,15 +243,8 @@ pub(crate) async fn middleware(
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .map(str::to_string);
-    let user = {
-        let settings = lock(&shared.settings).clone();
-        match authorization.as_deref().and_then(|value| value.strip_prefix("Bearer ")) {
-            Some(token) => settings.tokens.get(token.trim()).cloned(),
-            None if authorization.is_some() => None,
-            None if settings.allow_anonymous => Some("system:anonymous".to_string()),
-            None => None,
-        }
-    };
+    let certificate = request.extensions().get::<CertificateUser>().map(|user| user.0.clone());
+    let user = authenticate(&shared, certificate, authorization.as_deref());
     let (resource, namespace, name, subresource) = match &target {
         Target::Resource { group, resource, namespace, name, subresource, .. } => (
             Some(if group.is_empty() { resource.clone() } else { format!("{resource}.{group}") }),
@@ -259,7 +256,9 @@ pub(crate) async fn middleware(
     };
     let mut record = RequestRecord {
         time: jiff::Timestamp::now(),
-        user: user.clone().unwrap_or_else(|| "system:anonymous".to_string()),
+        user: user
+            .as_ref()
+            .map_or_else(|| crate::identity::ANONYMOUS.to_string(), |user| user.username.clone()),
         verb,
         method: method.as_str().to_string(),
         path,
@@ -273,8 +272,18 @@ pub(crate) async fn middleware(
     };
     let response = match user {
         None => error_response(&ApiError::unauthorized()),
-        Some(_) => {
+        Some(user) => 'served: {
             shared.wait_unpaused().await;
+            let user = match crate::impersonation::effective_user(&shared, user, request.headers())
+            {
+                Ok(user) => user,
+                Err(refused) => break 'served error_response(&refused),
+            };
+            record.user = user.username.clone();
+            if let Err(denied) = authorize(&shared, &user, &method, &record.path, &query) {
+                break 'served error_response(&denied);
+            }
+            request.extensions_mut().insert(user);
             let action = {
                 let mut faults = lock(&shared.faults);
                 let found = faults.iter_mut().find(|fault| fault.matches(&record));
@@ -306,6 +315,46 @@ pub(crate) async fn middleware(
     response
 }
 
+/// The user of a request: a client certificate's, else the bearer token's, else anonymous when
+/// allowed; `None` is 401 (unknown token, or no credentials where anonymous is off).
+fn authenticate(
+    shared: &Shared,
+    certificate: Option<UserInfo>,
+    authorization: Option<&str>,
+) -> Option<UserInfo> {
+    if certificate.is_some() {
+        return certificate;
+    }
+    let settings = lock(&shared.settings).clone();
+    match authorization.and_then(|value| value.strip_prefix("Bearer ")) {
+        Some(token) => {
+            let access = lock(&shared.access).clone();
+            let state = lock(&shared.state);
+            crate::identity::token_user(&settings.tokens, &access, &state, token.trim())
+        }
+        None if authorization.is_some() => None,
+        None if settings.allow_anonymous => Some(UserInfo::anonymous()),
+        None => None,
+    }
+}
+
+/// RBAC on a request when enabled: the 403 a real API server answers, or `Ok`.
+fn authorize(
+    shared: &Shared,
+    user: &UserInfo,
+    method: &Method,
+    path: &str,
+    query: &HashMap<String, String>,
+) -> Result<(), ApiError> {
+    let attributes = crate::rbac::Attributes::from_request(method.as_str(), path, query);
+    let decision = crate::reviews::decide(shared, user, &attributes);
+    if decision.allowed {
+        Ok(())
+    } else {
+        Err(crate::rbac::forbidden(user, &attributes, &decision.reason))
+    }
+}
+
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .fallback(handle)
@@ -318,9 +367,15 @@ async fn handle(
     method: Method,
     uri: axum::http::Uri,
     headers: HeaderMap,
+    user: Option<axum::Extension<UserInfo>>,
     body: Bytes,
 ) -> Response {
     let path = uri.path();
+    if let Some(response) =
+        crate::reviews::serve(&shared, &method, path, user.as_ref().map(|user| &user.0), &body)
+    {
+        return response;
+    }
     let query = query_map(uri.query());
     match parse_target(path) {
         Target::NonResource => discovery::non_resource(&shared, &method, path, &headers),

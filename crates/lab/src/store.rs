@@ -58,6 +58,9 @@ pub(crate) struct State {
     /// Every change with a resource version above this is still in `history`.
     history_floor: u64,
     sender: broadcast::Sender<Arc<Change>>,
+    /// Set by `Lab::insert_unvalidated` around its write: no schema or CEL validation, no
+    /// pruning (objects an older or newer operator could have written).
+    pub unvalidated: bool,
 }
 
 /// The `metadata` object of a JSON object (created when missing); `None` for a non-object.
@@ -119,7 +122,8 @@ fn is_dns_label(name: &str, dns_1035: bool) -> bool {
 }
 
 /// The rule of the API server's name validation `name` breaks, if any: namespaces are RFC 1123
-/// labels, services RFC 1035 labels, everything else RFC 1123 subdomains.
+/// labels, services RFC 1035 labels, RBAC objects path segments, everything else RFC 1123
+/// subdomains.
 fn name_violation(info: &ResourceInfo, name: &str) -> Option<&'static str> {
     match (info.group.as_str(), info.kind.as_str()) {
         ("", "Namespace") => (!is_dns_label(name, false)).then_some(
@@ -128,6 +132,14 @@ fn name_violation(info: &ResourceInfo, name: &str) -> Option<&'static str> {
         ("", "Service") => (!is_dns_label(name, true)).then_some(
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
         ),
+        // RBAC names are path segments (`system:discovery`), as `path.ValidatePathSegmentName`.
+        ("rbac.authorization.k8s.io", _) => match name {
+            "." => Some("may not be '.'"),
+            ".." => Some("may not be '..'"),
+            _ if name.contains('/') => Some("may not contain '/'"),
+            _ if name.contains('%') => Some("may not contain '%'"),
+            _ => None,
+        },
         _ => (!is_dns_subdomain(name)).then_some(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
         ),
@@ -182,6 +194,7 @@ impl State {
             history_limit: history_limit.max(1),
             history_floor: 1,
             sender,
+            unvalidated: false,
         };
         for name in INITIAL_NAMESPACES {
             state.resource_version += 1;
@@ -488,6 +501,9 @@ impl State {
             map.remove("status");
         }
         self.admit_create(info, &mut object)?;
+        if !self.unvalidated {
+            crate::validate::admit(info, version, &name, &mut object, None, None)?;
+        }
         let managed_fields = match &applied {
             Some(applied) => managed::apply_entries_for_create(info, version, applied, ctx),
             None => managed::update_entries(info, version, None, &object, &Value::Null, ctx, None),
@@ -666,6 +682,9 @@ impl State {
                 };
             }
             metadata.remove("selfLink");
+        }
+        if !self.unvalidated {
+            crate::validate::admit(info, version, name, &mut object, Some(&old), subresource)?;
         }
         if meta_str(&old, "deletionTimestamp").is_some() {
             let before: BTreeSet<String> = finalizers(&old).into_iter().collect();

@@ -10,9 +10,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod console_client;
+mod crashpoint;
+mod lab_free;
+
 /// Crates that take values and return values: no IO stack may appear in their normal
 /// (non-dev) dependency closure.
-const PURE: &[&str] = &["bloodraven-gtid", "bloodraven-binlog", "bloodraven-archive"];
+const PURE: &[&str] =
+    &["bloodraven-gtid", "bloodraven-binlog", "bloodraven-archive", "bloodraven-facts"];
 
 /// Crates whose presence in a closure means IO or a runtime. Prefix match on the package name.
 const IO_STACK: &[&str] = &[

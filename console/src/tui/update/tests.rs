@@ -307,10 +307,99 @@ fn ctx_asks_for_another_client_and_drops_the_old_data() {
     assert_eq!(state.context, "lab");
     assert!(!state.data.groups.is_empty());
 
-    update(&mut state, Action::ContextSwitched(Ok("staging".to_owned())));
+    let old_epoch = state.epoch;
+    let effects = update(&mut state, Action::ContextSwitched(Ok("staging".to_owned())));
+    assert_eq!(effects, [Effect::Render, Effect::Watch(Scope::All)], "the sources restart");
+    assert_ne!(state.epoch, old_epoch);
     assert_eq!(state.context, "staging");
     assert!(state.data.groups.is_empty(), "data of the old cluster is dropped");
     assert_eq!(state.source(SourceKind::Groups).status, ConnectionStatus::Connecting);
     assert_eq!(state.screen(), &Screen::Fleet);
     assert_eq!(state.ui.message.as_deref(), Some("context staging"));
+}
+
+#[test]
+fn events_of_an_older_epoch_are_dropped() {
+    let mut state = scenario_state("healthy");
+    let key = ("orders".to_owned(), "orders".to_owned());
+    let old = state.epoch;
+    update(&mut state, Action::ContextSwitched(Ok("staging".to_owned())));
+    let archive = |epoch: u64, text: &str| Action::Sourced {
+        epoch,
+        event: DataEvent::Archive {
+            key: key.clone(),
+            outcome: crate::archive::ArchiveOutcome::Failed(text.to_owned()),
+            at: now(),
+        },
+    };
+    // The old cluster's archive read and its groups arrive late: neither is shown.
+    assert_eq!(update(&mut state, archive(old, "old cluster")), []);
+    for event in scenario_events("healthy") {
+        assert_eq!(update(&mut state, Action::Sourced { epoch: old, event }), []);
+    }
+    assert!(state.data.archives.is_empty(), "{:?}", state.data.archives);
+    assert!(state.data.groups.is_empty());
+    // The new one's are.
+    let new = state.epoch;
+    update(&mut state, archive(new, "new cluster"));
+    assert_eq!(
+        state.data.archives[&key].outcome,
+        Some(crate::archive::ArchiveOutcome::Failed("new cluster".to_owned()))
+    );
+
+    // `:ns` moves the epoch on too, and empties a frozen queue of the old scope.
+    update(&mut state, Action::Input(Intent::ToggleFreeze));
+    let current = state.epoch;
+    for event in scenario_events("healthy") {
+        update(&mut state, Action::Sourced { epoch: current, event });
+    }
+    assert_eq!(state.frozen.as_ref().map(Vec::len), Some(4));
+    let mut intents = vec![Intent::StartCommand];
+    intents.extend("ns orders".chars().map(Intent::Type));
+    intents.push(Intent::Submit);
+    keys(&mut state, &intents);
+    assert_eq!(state.epoch, current + 1);
+    assert_eq!(state.frozen.as_ref().map(Vec::len), Some(0));
+}
+
+#[test]
+fn an_unreadable_group_is_listed_and_the_rest_are_shown() {
+    use crate::decode::Unreadable;
+
+    let mut state = scenario_state("healthy");
+    let count = state.data.groups.len();
+    let bad = |name: &str| Unreadable {
+        kind: "MysqlFailoverGroup".to_owned(),
+        namespace: "orders".to_owned(),
+        name: name.to_owned(),
+        path: "spec.sites".to_owned(),
+        error: "invalid type: string \"not a list\", expected a sequence".to_owned(),
+    };
+    update(
+        &mut state,
+        Action::Data(DataEvent::UnreadableGroups(Change::Restarted(vec![bad("broken")]))),
+    );
+    assert_eq!(state.data.groups.len(), count);
+    assert_eq!(state.data.unreadable_groups.len(), 1);
+
+    // A healthy group rewritten badly leaves the list and becomes unreadable …
+    let orders = state.data.groups[&("orders".to_owned(), "orders".to_owned())].clone();
+    update(
+        &mut state,
+        Action::Data(DataEvent::UnreadableGroups(Change::Applied(Box::new(bad("orders"))))),
+    );
+    assert_eq!(state.data.groups.len(), count - 1);
+    assert_eq!(state.data.unreadable_groups.len(), 2);
+    // … and comes back when it is fixed.
+    update(&mut state, Action::Data(DataEvent::Groups(Change::Applied(Box::new(orders)))));
+    assert_eq!(state.data.groups.len(), count);
+    assert_eq!(
+        state.data.unreadable_groups.keys().cloned().collect::<Vec<_>>(),
+        [("orders".to_owned(), "broken".to_owned())]
+    );
+    update(
+        &mut state,
+        Action::Data(DataEvent::UnreadableGroups(Change::Deleted(Box::new(bad("broken"))))),
+    );
+    assert!(state.data.unreadable_groups.is_empty());
 }

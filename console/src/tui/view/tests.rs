@@ -158,3 +158,74 @@ fn the_waiting_run_counts_down() {
     update(&mut state, Action::Tick("2026-04-20T14:41:00Z".parse().unwrap()));
     assert!(draw(&state, 120, 36).contains("in 2m30s"));
 }
+
+#[test]
+fn the_fleet_lists_an_unreadable_group_with_its_path_and_error() {
+    let mut state = scenario_state("healthy");
+    let unreadable = crate::decode::Unreadable {
+        kind: "MysqlFailoverGroup".to_owned(),
+        namespace: "orders".to_owned(),
+        name: "broken".to_owned(),
+        path: "spec.sites".to_owned(),
+        error: "invalid type: string \"not a list\", expected a sequence".to_owned(),
+    };
+    update(
+        &mut state,
+        Action::Data(DataEvent::UnreadableGroups(super::super::action::Change::Restarted(vec![
+            unreadable,
+        ]))),
+    );
+    let screen = draw(&state, 120, 36);
+    assert!(screen.contains("Failover groups (3 of 3, 1 unreadable)"), "{screen}");
+    assert!(screen.contains("ledger"), "the healthy groups are still shown: {screen}");
+    assert!(
+        screen.contains(
+            "orders/broken at spec.sites: invalid type: string \"not a list\", expected a sequence"
+        ),
+        "{screen}"
+    );
+}
+
+#[test]
+fn an_unparsable_gtid_set_is_said_not_counted() {
+    let mut state = scenario_state("hold-standing");
+    let key = ("orders".to_owned(), "orders".to_owned());
+    let mut group = state.data.groups[&key].clone();
+    let status = group.status.as_mut().unwrap();
+    let site = status.sites.iter_mut().find(|site| site.name == "fra").unwrap();
+    site.gtid_executed = Some("not-a-uuid:1-5".to_owned());
+    // Overlapping intervals count once (a hand count says 9182736).
+    let site = status.sites.iter_mut().find(|site| site.name == "iad").unwrap();
+    site.gtid_executed = Some("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9182731:5-9".to_owned());
+    update(
+        &mut state,
+        Action::Data(DataEvent::Groups(super::super::action::Change::Applied(Box::new(group)))),
+    );
+    for intent in [Intent::Open, Intent::Tab(0)] {
+        update(&mut state, Action::Input(intent));
+    }
+    let screen = draw(&state, 120, 36);
+    let fra = screen.lines().find(|line| line.contains("│fra ")).unwrap();
+    // GTIDS and Δ PRIMARY both say the text is not a GTID set; the other sites still count.
+    assert_eq!(fra.matches(crate::summary::UNPARSABLE).count(), 2, "{fra}");
+    let iad = screen.lines().find(|line| line.contains("│iad ")).unwrap();
+    assert!(iad.contains(" 9182731 "), "{iad}");
+    assert!(iad.contains(" +6 "), "{iad}");
+}
+
+#[test]
+fn a_refused_request_is_shown_in_the_status_line() {
+    let mut state = scenario_state("healthy");
+    let refused = crate::client::WriteRefused {
+        method: "POST".to_owned(),
+        path: "/api/v1/namespaces/orders/configmaps".to_owned(),
+    };
+    update(&mut state, Action::Refused(refused.to_string()));
+    let screen = draw(&state, 120, 36);
+    assert!(
+        screen.contains(
+            "the console is read-only: refused POST /api/v1/namespaces/orders/configmaps"
+        ),
+        "{screen}"
+    );
+}

@@ -102,13 +102,6 @@ pub(super) static REASONS: &[Entry] = &[
         TERMINATING,
         "Restore the named Secret; the profile's live Secret is never substituted.",
     ),
-    entry(
-        "DestinationUnavailable",
-        Never,
-        "Recorded once by repair on a Succeeded backup whose artifact destination cannot be recovered (no status.artifactStorage and no producing Job to recover it from).",
-        "The backup remains, but deleting it runs no cleanup (ArtifactCleanupSkipped): its artifact, if any, stays in storage.",
-        "Find the artifact by hand (the producing Job's name is in the Event) and delete it yourself when the backup goes.",
-    ),
 ];
 
 pub(super) static VERDICTS: &[Entry] = &[

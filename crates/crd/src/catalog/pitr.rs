@@ -559,10 +559,10 @@ pub(super) static BINDING_REASONS: &[Entry] = &[
     ),
     entry(
         "ArchiveListFailed",
-        Sometimes,
-        "The pitr-archive-check Job cannot list the archive prefix; the binding stays Pending/Authenticating and is retried every minute.",
-        "The restore waits in Pending.",
-        "Grant s3:ListBucket on the prefix, or make the archive volume readable.",
+        Never,
+        "The binding's message (ArchiveListFailed: ...) when its pitr-archive-check Job cannot list the archive prefix. The binding is not refused: it stays Pending/Authenticating and the check is retried every minute.",
+        "The restore waits in Pending, its message starting PITRArchiveBindingNotReady.",
+        "Grant s3:ListBucket on the prefix, or make the archive volume readable; the next check picks the fix up.",
     ),
     entry(
         "ArchiveNotFound",
@@ -591,12 +591,5 @@ pub(super) static BINDING_REASONS: &[Entry] = &[
         "The archive comes from a newer release, or its archive.json is damaged.",
         "The binding can never verify; the restore fails PITRArchiveBindingNotReady.",
         "Run the release that wrote it, or restore the original archive.json.",
-    ),
-    entry(
-        "ProfileReadOnly",
-        Sometimes,
-        "A backup was refused because its profile is a read-only archive profile: a restore reading it has not succeeded, or the binding keeps another group's UID, or its destination has no binding.",
-        "The backup does not run; the archive is not written.",
-        "Give the group a profile on its own prefix for its own backups and archive; release the read binding once it is no longer needed.",
     ),
 ];

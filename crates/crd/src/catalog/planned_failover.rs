@@ -549,10 +549,10 @@ pub(super) static WAIT_REASONS: &[Entry] = &[
     ),
     entry(
         "ClaimHeld",
-        Sometimes,
-        "Another run holds the claim (or an automation hold stands).",
+        Clears,
+        "Another run holds the claim.",
         "Nothing is fenced; the request waits in Admitting.",
-        "Wait for the other run; if it is a hold, resolve and acknowledge it.",
+        "Nothing; re-annotate if the 2-minute deadline passes first.",
     ),
     entry(
         "StatusUnsettled",

@@ -416,7 +416,16 @@ pub struct Decryption {
 /// A bootstrap restore of a new group. Schema filters or `loadOptions.skipBinlog: false`
 /// beside `pointInTime` are refused by the operator (PITRBackupFiltered, RestoreBuildFailed),
 /// not by the API server.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// Fixed at creation: the transition rules compare the block by value (see `init_rules`), so a
+/// re-encoded `stopTime` offset or a dropped `allowPartial: false` is no change.
+#[derive(KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[x_kube(
+    validation = Rule::new(super::init_rules::source()).message(super::init_rules::FIXED_AT_CREATION),
+    validation = Rule::new(super::init_rules::load_options()).message(super::init_rules::FIXED_AT_CREATION),
+    validation = Rule::new(super::init_rules::point_in_time()).message(super::init_rules::FIXED_AT_CREATION),
+    validation = Rule::new(super::init_rules::decryption()).message(super::init_rules::FIXED_AT_CREATION)
+)]
 #[serde(rename_all = "camelCase")]
 pub struct InitFromBackupSpec {
     /// The dump to load.

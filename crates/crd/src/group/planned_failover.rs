@@ -286,9 +286,28 @@ pub struct PlannedFailoverStatus {
     /// Human-readable detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// Fields a newer operator wrote that this version does not know.
-    #[serde(flatten)]
+    /// Fields a newer operator wrote that this version does not know. The fields older
+    /// operators wrote and this release removed ([`LEGACY_RECORD_FIELDS`]) are pruned on read,
+    /// so they are never written back.
+    #[serde(flatten, deserialize_with = "extra_without_legacy_fields")]
     pub extra: Extra,
+}
+
+/// Fields of `status.plannedFailover` that operators before v1.7 wrote and this release prunes
+/// on read (planned failover, "Upgrading across this release": "The old sourcePrimary field is
+/// pruned on read, so the record no longer names the source").
+pub const LEGACY_RECORD_FIELDS: &[&str] = &["sourcePrimary"];
+
+/// Reads the unknown fields of a planned-failover record, less [`LEGACY_RECORD_FIELDS`].
+fn extra_without_legacy_fields<'de, D>(deserializer: D) -> Result<Extra, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let mut extra = Extra::deserialize(deserializer)?;
+    for field in LEGACY_RECORD_FIELDS {
+        extra.remove(*field);
+    }
+    Ok(extra)
 }
 
 /// The effective knobs of a run.

@@ -76,13 +76,40 @@ impl MysqlFailoverGroupStatus {
         crate::condition::find(&self.conditions, type_)
     }
 
-    /// Whether automation is held: a `plannedFailoverHold` record, or an
+    /// Whether the status shows automation held: a `plannedFailoverHold` record, or an
     /// `AutomaticFailoverHeld=True` condition without one (which holds too, but names no run).
+    /// A terminal marker in the group's annotations can hold as well: ask
+    /// [`super::MysqlFailoverGroup::automation_held`] for the whole answer.
     pub fn automation_held(&self) -> bool {
         self.planned_failover_hold.is_some()
             || self
                 .condition(&crate::ConditionType::AutomaticFailoverHeld)
                 .is_some_and(Condition::is_true)
+    }
+}
+
+impl super::MysqlFailoverGroup {
+    /// Whether automation is held, from every durable evidence the spec names: the status
+    /// ([`MysqlFailoverGroupStatus::automation_held`]), or a terminal marker that carries
+    /// ManualRecoveryRequired, "also when only a terminal marker carries the hold" (a stalled
+    /// run that could not write its status). A marker that proves nothing holds nothing.
+    pub fn automation_held(&self) -> bool {
+        self.status.as_ref().is_some_and(MysqlFailoverGroupStatus::automation_held)
+            || self.terminal_marker_holds()
+    }
+
+    /// Whether the `planned-failover-terminal` marker is a ManualRecoveryRequired record.
+    fn terminal_marker_holds(&self) -> bool {
+        let Some(value) =
+            self.metadata.annotations.as_ref().and_then(|annotations| {
+                annotations.get(crate::annotations::PLANNED_FAILOVER_TERMINAL)
+            })
+        else {
+            return false;
+        };
+        crate::annotations::TerminalMarker::parse(value).record().is_some_and(|record| {
+            record.outcome() == super::PlannedFailoverOutcome::ManualRecoveryRequired.as_str()
+        })
     }
 }
 

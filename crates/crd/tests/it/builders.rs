@@ -79,3 +79,36 @@ fn a_hold_record_or_a_true_condition_holds_automation() {
         .build();
     assert!(!acknowledged.status.unwrap().automation_held());
 }
+
+#[test]
+fn a_terminal_marker_alone_can_carry_the_hold() {
+    use bloodraven_crd::annotations::{PLANNED_FAILOVER_TERMINAL, TerminalRecord};
+    let with_marker = |outcome: &str, reason: &str| {
+        let record = TerminalRecord::new(fixtures::EXAMPLE_RUN_ID, outcome, reason, None).unwrap();
+        let mut group = GroupFixture::three_sites().build();
+        group
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(PLANNED_FAILOVER_TERMINAL.to_owned(), record.to_string());
+        group
+    };
+    // planned failover, "The automation hold": a terminal marker that carries
+    // ManualRecoveryRequired holds, with no plannedFailoverHold and no condition.
+    let held = with_marker("ManualRecoveryRequired", "AuthorityChanged");
+    assert!(!held.status.as_ref().unwrap().automation_held(), "the status alone shows no hold");
+    assert!(held.automation_held());
+    // Any other outcome, or a marker that proves nothing, holds nothing.
+    assert!(!with_marker("SourceLeftFenced", "StatusStalled").automation_held());
+    let mut garbage = GroupFixture::three_sites().build();
+    garbage.metadata.annotations.get_or_insert_default().insert(
+        PLANNED_FAILOVER_TERMINAL.to_owned(),
+        r#"{"schemaVersion":2,"runID":"r","outcome":"ManualRecoveryRequired","reason":""}"#
+            .to_owned(),
+    );
+    assert!(!garbage.automation_held());
+    // The status evidence still holds on its own.
+    let recorded = GroupFixture::three_sites().with_hold(fixtures::manual_recovery_hold()).build();
+    assert!(recorded.automation_held());
+    assert!(!GroupFixture::three_sites().build().automation_held());
+}

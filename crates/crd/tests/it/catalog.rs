@@ -105,3 +105,37 @@ fn the_catalog_explains_every_token_the_types_know() {
     }
     assert!(unexplained.is_empty(), "no catalog entry for:\n{}", unexplained.join("\n"));
 }
+
+/// Each of these tokens is filed under the kind (and with the meaning) the spec gives it.
+#[test]
+fn tokens_are_filed_where_the_spec_uses_them() {
+    let slugs_of = |token: &str| -> Vec<&str> {
+        catalog::lookup_any(token).map(|(kind, _)| kind.slug()).collect()
+    };
+    // backup and restore, "Archive binding and keys": the archive profile "cannot run backups
+    // (ProfileReadOnly)": a refusal of the profile's backups, not a reason a binding is not
+    // Bound.
+    assert_eq!(slugs_of("ProfileReadOnly"), ["backup-profile-refusal"]);
+    // "Backup metadata": "DestinationUnavailable means neither the status nor the producing Job
+    // supplied a destination": a reason of the MetadataComplete condition, not of
+    // ArtifactCleanup.
+    assert_eq!(slugs_of("DestinationUnavailable"), ["backup-metadata"]);
+    // "A check that cannot list the prefix keeps the binding Pending/Authenticating with an
+    // ArchiveListFailed: ... message": the binding is not refused, and only a permission fix
+    // clears it.
+    assert_eq!(slugs_of("ArchiveListFailed"), ["archive-binding-reason"]);
+    let list_failed = catalog::lookup(Kind::ArchiveBindingReason, "ArchiveListFailed").unwrap();
+    assert!(list_failed.meaning.contains("Pending/Authenticating"), "{list_failed:?}");
+    assert!(list_failed.meaning.contains("message"), "{list_failed:?}");
+    assert_eq!(list_failed.waiting, catalog::Waiting::Never);
+    // planned failover, "Admission": "ClaimHeld: Another run holds the claim." An automation
+    // hold is not a wait: it refuses the request at once (ManualRecoveryPending).
+    let claim_held = catalog::lookup(Kind::PlannedFailoverWaitReason, "ClaimHeld").unwrap();
+    for text in [claim_held.meaning, claim_held.left_in, claim_held.remedy] {
+        assert!(
+            !text.contains("automation hold") && !text.contains("acknowledge"),
+            "ClaimHeld speaks of an automation hold: {text}"
+        );
+    }
+    assert_eq!(claim_held.meaning, "Another run holds the claim.");
+}

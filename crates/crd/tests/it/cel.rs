@@ -250,3 +250,188 @@ fn recorded_artifact_storage_is_immutable() {
     assert_refused(&errors(file, &fresh, Some(&recorded)), message);
     assert_refused(&errors(file, &backup(None), Some(&recorded)), message);
 }
+
+/// The fixture group with `init` as its `spec.initFromBackup`.
+fn group_with_init(init: Value) -> Value {
+    let mut object = group();
+    object["spec"]["initFromBackup"] = init;
+    object
+}
+
+/// The bootstrap record as a user writes it: a `+02:00` offset and an explicit
+/// `allowPartial: false`.
+fn written_init() -> Value {
+    json!({
+        "source": {"s3": {"bucket": "shipstream-backups", "prefix": "orders/nightly",
+                          "credentialsSecretName": "s3-backup-creds"}},
+        "loadOptions": {"includeSchemas": ["orders", "billing"], "threads": 4},
+        "pointInTime": {"stopTime": "2026-04-15T11:30:00+02:00",
+                        "archiveProfileName": "source-archive", "allowPartial": false,
+                        "excludeGtids": "3e11fa47-71ca-11e1-9e33-c80aa9429562:42"},
+        "decryption": {"passphraseSecretKeyRef": {"name": "dump-key", "key": "passphrase"}},
+    })
+}
+
+/// Applies `edit` to a copy of `init`.
+fn edited(init: &Value, edit: impl FnOnce(&mut Value)) -> Value {
+    let mut init = init.clone();
+    edit(&mut init);
+    init
+}
+
+fn remove(value: &mut Value, field: &str) {
+    value.as_object_mut().unwrap().remove(field);
+}
+
+#[test]
+fn init_from_backup_re_encodings_are_not_changes() {
+    // The comparison is by value (backup-and-restore, "initFromBackup is fixed at creation"):
+    // the operator's own writes re-encode stopTime in UTC and drop `allowPartial: false`.
+    let old = written_init();
+    let same: [(&str, Value); 9] = [
+        ("unchanged", old.clone()),
+        (
+            "stopTime in UTC",
+            edited(&old, |i| i["pointInTime"]["stopTime"] = json!("2026-04-15T09:30:00Z")),
+        ),
+        (
+            "stopTime at another offset",
+            edited(&old, |i| i["pointInTime"]["stopTime"] = json!("2026-04-15T04:00:00-05:30")),
+        ),
+        (
+            "allowPartial: false dropped",
+            edited(&old, |i| remove(&mut i["pointInTime"], "allowPartial")),
+        ),
+        (
+            "both, as the operator writes it",
+            edited(&old, |i| {
+                i["pointInTime"]["stopTime"] = json!("2026-04-15T09:30:00Z");
+                remove(&mut i["pointInTime"], "allowPartial");
+            }),
+        ),
+        (
+            "a set in another order",
+            edited(&old, |i| i["loadOptions"]["includeSchemas"] = json!(["billing", "orders"])),
+        ),
+        (
+            "a schema default spelled out",
+            edited(&old, |i| i["loadOptions"]["skipBinlog"] = json!(true)),
+        ),
+        ("an empty optional string", edited(&old, |i| i["source"]["s3"]["region"] = json!(""))),
+        (
+            "optional: false spelled out",
+            edited(&old, |i| i["decryption"]["passphraseSecretKeyRef"]["optional"] = json!(false)),
+        ),
+    ];
+    // Both ways: the operator's write after the user's, and the user's manifest applied again
+    // over the operator's write.
+    for (what, init) in same {
+        let (user, operator) = (group_with_init(old.clone()), group_with_init(init));
+        assert_eq!(group_errors(&operator, Some(&user)), Vec::<String>::new(), "{what}");
+        assert_eq!(
+            group_errors(&user, Some(&operator)),
+            Vec::<String>::new(),
+            "{what}, re-applied"
+        );
+    }
+    // And the other way round: an old record without the defaults against a new one with them.
+    let minimal = json!({"source": {"backupRef": {"name": "b"}}});
+    let spelled_out = json!({
+        "source": {"backupRef": {"name": "b"}},
+        "loadOptions": {"threads": 4, "resetProgress": true, "skipBinlog": true,
+                        "loadIndexes": true, "includeSchemas": [], "excludeSchemas": []},
+    });
+    for (new, old) in [(&spelled_out, &minimal), (&minimal, &spelled_out)] {
+        let errors =
+            group_errors(&group_with_init(new.clone()), Some(&group_with_init(old.clone())));
+        assert_eq!(errors, Vec::<String>::new(), "{new} after {old}");
+    }
+}
+
+#[test]
+fn init_from_backup_cannot_be_changed() {
+    let old = written_init();
+    let changes: Vec<(&str, Value)> = vec![
+        ("another bucket", edited(&old, |i| i["source"]["s3"]["bucket"] = json!("other"))),
+        ("another prefix", edited(&old, |i| i["source"]["s3"]["prefix"] = json!("orders/weekly"))),
+        ("prefix removed", edited(&old, |i| remove(&mut i["source"]["s3"], "prefix"))),
+        ("a region added", edited(&old, |i| i["source"]["s3"]["region"] = json!("eu-west-1"))),
+        (
+            "another source kind",
+            edited(&old, |i| i["source"] = json!({"backupRef": {"name": "nightly"}})),
+        ),
+        (
+            "another instant",
+            edited(&old, |i| i["pointInTime"]["stopTime"] = json!("2026-04-15T09:30:01Z")),
+        ),
+        (
+            "the same wall clock at another offset",
+            edited(&old, |i| i["pointInTime"]["stopTime"] = json!("2026-04-15T11:30:00+01:00")),
+        ),
+        (
+            "allowPartial false to true",
+            edited(&old, |i| i["pointInTime"]["allowPartial"] = json!(true)),
+        ),
+        (
+            "another archive profile",
+            edited(&old, |i| i["pointInTime"]["archiveProfileName"] = json!("other-archive")),
+        ),
+        (
+            "excludeGtids changed",
+            edited(&old, |i| {
+                i["pointInTime"]["excludeGtids"] = json!("3e11fa47-71ca-11e1-9e33-c80aa9429562:43")
+            }),
+        ),
+        ("excludeGtids removed", edited(&old, |i| remove(&mut i["pointInTime"], "excludeGtids"))),
+        ("pointInTime removed", edited(&old, |i| remove(i, "pointInTime"))),
+        ("another thread count", edited(&old, |i| i["loadOptions"]["threads"] = json!(8))),
+        (
+            "a schema added",
+            edited(&old, |i| {
+                i["loadOptions"]["includeSchemas"] = json!(["orders", "billing", "audit"])
+            }),
+        ),
+        (
+            "a schema swapped",
+            edited(&old, |i| i["loadOptions"]["includeSchemas"] = json!(["orders", "audit"])),
+        ),
+        (
+            "schemas excluded",
+            edited(&old, |i| i["loadOptions"]["excludeSchemas"] = json!(["audit"])),
+        ),
+        ("skipBinlog false", edited(&old, |i| i["loadOptions"]["skipBinlog"] = json!(false))),
+        ("loadOptions removed, losing the filter", edited(&old, |i| remove(i, "loadOptions"))),
+        (
+            "another passphrase Secret",
+            edited(&old, |i| {
+                i["decryption"]["passphraseSecretKeyRef"]["name"] = json!("other-key")
+            }),
+        ),
+        ("decryption removed", edited(&old, |i| remove(i, "decryption"))),
+    ];
+    let old_group = group_with_init(old.clone());
+    for (what, init) in changes {
+        let errors = group_errors(&group_with_init(init), Some(&old_group));
+        assert!(
+            errors.iter().any(|error| error.contains("fixed at creation")),
+            "{what}: {errors:?}"
+        );
+    }
+    // allowPartial true to absent (false) is a change too, and so is absent to true.
+    let partial = edited(&old, |i| i["pointInTime"]["allowPartial"] = json!(true));
+    let dropped = edited(&old, |i| remove(&mut i["pointInTime"], "allowPartial"));
+    for (new, old) in [(&dropped, &partial), (&partial, &dropped)] {
+        let errors =
+            group_errors(&group_with_init(new.clone()), Some(&group_with_init(old.clone())));
+        assert_refused(&errors, "fixed at creation");
+    }
+    // A backupRef source: another backup, or an added pvc block.
+    let by_ref = json!({"source": {"backupRef": {"name": "nightly"}}});
+    let renamed = json!({"source": {"backupRef": {"name": "weekly"}}});
+    let errors = group_errors(&group_with_init(renamed), Some(&group_with_init(by_ref.clone())));
+    assert_refused(&errors, "fixed at creation");
+    let pvc = json!({"source": {"pvc": {"claimName": "dumps", "subPath": "a"}}});
+    let moved = json!({"source": {"pvc": {"claimName": "dumps", "subPath": "b"}}});
+    let errors = group_errors(&group_with_init(moved), Some(&group_with_init(pvc)));
+    assert_refused(&errors, "fixed at creation");
+}

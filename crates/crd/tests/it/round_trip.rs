@@ -68,3 +68,31 @@ fn builders_round_trip() {
     let back: MysqlFailoverGroup = round_trip(&yaml);
     assert_eq!(back, group);
 }
+
+#[test]
+fn the_legacy_source_primary_is_pruned_on_read() {
+    // planned failover, "Upgrading across this release": the old sourcePrimary field is pruned
+    // on read, so the record no longer names the source (and a write never brings it back).
+    let written = serde_json::json!({
+        "activeSite": "iad",
+        "plannedFailover": {"phase": "Draining", "targetSite": "pdx", "sourcePrimary": "iad",
+                            "futureField": {"kept": true}},
+    });
+    let status: MysqlFailoverGroupStatus = serde_json::from_value(written.clone()).unwrap();
+    let record = status.planned_failover.as_ref().unwrap();
+    assert!(!record.extra.contains_key("sourcePrimary"), "read: {:?}", record.extra);
+    assert!(record.extra.contains_key("futureField"), "other unknown fields survive");
+    let mut expected = written;
+    expected["plannedFailover"].as_object_mut().unwrap().remove("sourcePrimary");
+    assert_eq!(serde_json::to_value(&status).unwrap(), expected);
+    // The same through a whole object, as the console and the operator read it.
+    let mut group = serde_json::to_value(GroupFixture::three_sites().build()).unwrap();
+    group["status"]["plannedFailover"] =
+        serde_json::json!({"phase": "Promoting", "sourcePrimary": "iad"});
+    let read: MysqlFailoverGroup = serde_json::from_value(group).unwrap();
+    let written_back = serde_json::to_value(&read).unwrap();
+    assert_eq!(
+        written_back["status"]["plannedFailover"],
+        serde_json::json!({"phase": "Promoting"})
+    );
+}

@@ -336,3 +336,81 @@ async fn kubectl_1_20_against_a_custom_resource() {
 async fn current_kubectl_against_a_custom_resource() {
     run_scenario(kubectl_current()).await;
 }
+
+/// kubectl 1.36 from Debian sid (`BLOODRAVEN_KUBECTL_1_36`, exported by scripts/provision.sh).
+fn kubectl_1_36() -> PathBuf {
+    match std::env::var_os("BLOODRAVEN_KUBECTL_1_36") {
+        Some(path) => PathBuf::from(path),
+        None => panic!(
+            "kubectl 1.36 not found: set BLOODRAVEN_KUBECTL_1_36 (`source scripts/provision.sh` fetches Debian sid's kubectl and exports it)"
+        ),
+    }
+}
+
+/// Runs `body` with a kubectl against a TLS lab holding the project's CRDs.
+async fn with_project_crds(program: PathBuf, body: fn(&Lab, &Kubectl)) {
+    let config = LabConfig { tls: true, ..LabConfig::default() }.with_user("alice", "alice-token");
+    let lab = start_lab(config).await;
+    lab.load_crds(&crate::validation::project_crds()).unwrap();
+    let lab = std::sync::Arc::new(lab);
+    let shared = lab.clone();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || body(&shared, &Kubectl::new(program, &shared))),
+    )
+    .await
+    .expect("the kubectl commands finished in time");
+    let lab = std::sync::Arc::into_inner(lab).expect("the commands released the lab");
+    lab.stop().await.unwrap();
+    if let Err(error) = outcome {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
+
+/// `kubectl explain` reads the CRD's schema from `/openapi/v3`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_36_explains_the_crd_schema() {
+    with_project_crds(kubectl_1_36(), |lab, kubectl| {
+        let sites = kubectl.run(&["explain", "mfg.spec.sites"]);
+        assert!(sites.contains("KIND:") && sites.contains("MysqlFailoverGroup"), "{sites}");
+        assert!(sites.contains("FIELD: sites <[]Object>"), "{sites}");
+        assert!(sites.contains("serverID"), "the item fields are listed: {sites}");
+        let spec = kubectl.run(&["explain", "mysqlfailovergroups.spec"]);
+        assert!(spec.contains("sites"), "{spec}");
+        let pods = kubectl.run(&["explain", "pods"]);
+        assert!(pods.contains("KIND:") && pods.contains("Pod"), "{pods}");
+        let (ok, _, stderr) = kubectl.run_status(&["explain", "mfg.spec.nothing"]);
+        assert!(!ok && stderr.contains("nothing"), "{stderr}");
+        assert!(lab.requests().iter().any(|request| request.path.starts_with("/openapi/v3")));
+    })
+    .await;
+}
+
+/// kubectl 1.36 refuses a `sites` string with the API server's words (server-side validation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_36_shows_the_validation_refusal() {
+    with_project_crds(kubectl_1_36(), |lab, kubectl| {
+        let group = crate::validation::group_with_string_sites("broken");
+        let path = kubectl.write("broken.json", &group.to_string());
+        let (ok, _, stderr) = kubectl.run_status(&["create", "-f", &path]);
+        assert!(!ok, "refused");
+        assert!(
+            stderr.contains("spec.sites: Invalid value: \"string\": spec.sites in body must be of type array: \"string\""),
+            "{stderr}"
+        );
+        assert!(lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some("default"), "broken").is_none());
+    })
+    .await;
+}
+
+/// kubectl 1.20 explains from `/openapi/v2` (protobuf only), which the lab serves empty: it
+/// cannot find the resource's schema. This pins that documented limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_20_explain_finds_no_schema() {
+    with_project_crds(kubectl_1_20(), |_, kubectl| {
+        let (ok, stdout, stderr) = kubectl.run_status(&["explain", "mfg.spec.sites"]);
+        assert!(!ok, "kubectl 1.20 explain unexpectedly worked:\n{stdout}");
+        assert!(stderr.contains("couldn't find resource"), "{stderr}");
+    })
+    .await;
+}

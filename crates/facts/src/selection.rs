@@ -1,0 +1,147 @@
+//! Emergency failover target selection (topology document, "Failover target selection").
+
+use std::collections::BTreeMap;
+
+use crate::classify::SiteFacts;
+use bloodraven_crd::group::SiteState;
+
+/// Why a candidate was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectedBy {
+    /// It was the only eligible candidate.
+    OnlyCandidate,
+    /// Its executed set strictly contains every other eligible candidate's.
+    Freshness,
+    /// Equally fresh candidates; it is the first eligible entry of `sitePriorities`.
+    Priority,
+    /// Equally fresh candidates, none listed in `sitePriorities`; it is declared first.
+    DeclaredOrder,
+}
+
+/// Why an otherwise promotable site is not eligible right now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ineligible {
+    /// Not a PrimaryCandidate.
+    Role,
+    /// Not reachable, or not observed recently enough (its state).
+    State(SiteState),
+    /// The site is the failed active site itself.
+    FailedActive,
+    /// A guard from status excludes it (a reclone pending or held, an in-place restore); the
+    /// text names the guard.
+    Excluded(String),
+    /// It answered without an executed set (cannot be compared).
+    NoGtidSet,
+}
+
+/// The outcome of emergency target selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EmergencyChoice {
+    /// Promote this site.
+    Promote {
+        /// The chosen site.
+        site: String,
+        /// Why it was chosen.
+        by: SelectedBy,
+    },
+    /// No PrimaryCandidate replica is eligible: the `NoPrimary` alert, and no action.
+    NoCandidate {
+        /// Each PrimaryCandidate other than the failed active site, and why it is not eligible.
+        ineligible: Vec<(String, Ineligible)>,
+    },
+    /// No eligible candidate contains all the others: promoting any of them would drop
+    /// transactions another one has. The operator does not guess (spec ambiguity 19); a human
+    /// decides. Each site is listed with the transactions only it has, relative to the union of
+    /// the others.
+    Incomparable {
+        /// The freshest-looking candidates, in declared order, with their unique transaction counts.
+        sites: Vec<(String, u128)>,
+    },
+}
+
+/// Chooses the site to promote when the active site `failed_active` is unreachable.
+///
+/// Eligible: PrimaryCandidate, observed read-only (reachable, not writable), not the failed
+/// active site, not excluded by a status guard (`excluded`: site → the guard's name), and with a
+/// readable executed set. Among the eligible the freshest wins: the one whose executed set
+/// contains every other's. Equal sets fall to `priorities` (the first eligible entry), then to
+/// declared order. A candidate whose replication channel was reset stays eligible (ambiguity 22):
+/// freshness, not the channel, is what protects the data.
+pub fn choose_emergency_target(
+    facts: &[SiteFacts],
+    failed_active: &str,
+    priorities: &[String],
+    excluded: &BTreeMap<String, String>,
+) -> EmergencyChoice {
+    let mut eligible = Vec::new();
+    let mut ineligible = Vec::new();
+    for site in facts.iter().filter(|site| site.is_candidate()) {
+        let why = if site.name == failed_active {
+            Some(Ineligible::FailedActive)
+        } else if let Some(guard) = excluded.get(&site.name) {
+            Some(Ineligible::Excluded(guard.clone()))
+        } else if site.state != SiteState::ReadOnly {
+            Some(Ineligible::State(site.state.clone()))
+        } else if site.gtid_executed.is_none() {
+            Some(Ineligible::NoGtidSet)
+        } else {
+            None
+        };
+        match why {
+            Some(Ineligible::FailedActive) => {}
+            Some(why) => ineligible.push((site.name.clone(), why)),
+            None => eligible.push(site),
+        }
+    }
+    let gtid = |site: &SiteFacts| site.gtid_executed.clone().unwrap_or_default();
+    match eligible.as_slice() {
+        [] => EmergencyChoice::NoCandidate { ineligible },
+        [only] => {
+            EmergencyChoice::Promote { site: only.name.clone(), by: SelectedBy::OnlyCandidate }
+        }
+        several => {
+            // The freshest: sites whose set contains every other eligible set. Two such sites
+            // contain each other, so their sets are equal.
+            let freshest: Vec<&SiteFacts> = several
+                .iter()
+                .copied()
+                .filter(|site| several.iter().all(|other| gtid(site).is_superset(&gtid(other))))
+                .collect();
+            match freshest.as_slice() {
+                [] => EmergencyChoice::Incomparable {
+                    sites: several
+                        .iter()
+                        .map(|site| {
+                            let others = several
+                                .iter()
+                                .filter(|other| other.name != site.name)
+                                .fold(bloodraven_gtid::GtidSet::new(), |all, other| {
+                                    all.union(&gtid(other))
+                                });
+                            (site.name.clone(), gtid(site).difference(&others).count())
+                        })
+                        .collect(),
+                },
+                [only] => {
+                    EmergencyChoice::Promote { site: only.name.clone(), by: SelectedBy::Freshness }
+                }
+                // `tied` keeps declared order, so `first` is the declared-order winner.
+                tied @ [first, ..] => {
+                    let by_priority = priorities
+                        .iter()
+                        .find_map(|name| tied.iter().find(|site| &site.name == name));
+                    match by_priority {
+                        Some(site) => EmergencyChoice::Promote {
+                            site: site.name.clone(),
+                            by: SelectedBy::Priority,
+                        },
+                        None => EmergencyChoice::Promote {
+                            site: first.name.clone(),
+                            by: SelectedBy::DeclaredOrder,
+                        },
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! `bloodraven-kubelet`: the live lab's kubelet.
+//!
+//! It watches a (lab) Kubernetes API server through a kube-rs client, exactly as a kubelet
+//! watches a real one, for the site Deployments of the workload contract
+//! (`bloodraven-workloads`: `app.kubernetes.io/managed-by=bloodraven`,
+//! `app.kubernetes.io/name=mysql`). For each it
+//!
+//! - writes a Pod `<deployment>-<hash of the template>` (labels, annotations and spec from the
+//!   template, owned by the Deployment), with `status.conditions` (Ready), `containerStatuses`
+//!   (`ready`, `restartCount`, `state`, `lastState`) and `podIP` 127.0.0.1, and the
+//!   Deployment's replica counts;
+//! - reads the ConfigMap and the claim the pod's volumes name (waiting, as a kubelet does, while
+//!   either is missing) and runs a real `mysqld` with the `bloodraven-sites` runner, configured
+//!   from the ConfigMap's `my.cnf` (its options win except lab paths and ports:
+//!   [`options::LAB_ONLY`]), its data in the claim's folder ([`claims`]), which survives
+//!   process restarts and Deployment re-creation while the claim exists;
+//! - restarts the process when it dies (`restartCount` + 1), and stops it (SIGTERM, SIGKILL
+//!   after the pod's grace period) and deletes the Pod when the Deployment goes or its template
+//!   changes (`Recreate`: the new pod starts after the old one stopped).
+//!
+//! Services resolve through [`LabResolver`], the lab's side of the one seam
+//! [`bloodraven_workloads::Resolver`] (production: cluster DNS).
+//!
+//! The sidecar container is reported `waiting: NotRunInLab`; its process will live beside
+//! mysqld in the worker's sidecar slot.
+
+pub mod claims;
+mod error;
+pub mod options;
+pub mod pod;
+pub mod resolver;
+mod worker;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bloodraven_sites::mysqld::MysqlDist;
+use bloodraven_sites::proxy::ProxyHub;
+use bloodraven_sites::template::Template;
+use bloodraven_workloads::labels;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::{Notify, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tracing::info;
+
+pub use crate::error::KubeletError;
+pub use crate::resolver::{LINK_PREFIX, LabResolver, link_name};
+
+use crate::worker::{Stop, WorkerContext};
+
+/// `(namespace, deployment name)`.
+pub type PodKey = (String, String);
+
+/// What the kubelet runs for one Deployment right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningPod {
+    /// The Pod's name.
+    pub pod: String,
+    /// mysqld's PID while it runs.
+    pub pid: Option<u32>,
+    /// Where mysqld listens (127.0.0.1, a free port), once started.
+    pub mysql_addr: Option<SocketAddr>,
+    /// Whether the Pod is Ready.
+    pub ready: bool,
+    pub restart_count: i32,
+    /// The claim's folder (the instance folder; the data directory is `data/` inside it).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The kubelet's table of pods, shared with workers and the resolver.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pods: Mutex<BTreeMap<PodKey, RunningPod>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<PodKey, RunningPod>> {
+        self.pods.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_pod(&self, key: PodKey, pod: RunningPod) {
+        self.lock().insert(key, pod);
+    }
+
+    /// Forgets `key` if it still names `pod` (a newer pod of the same Deployment stays).
+    pub(crate) fn remove_pod(&self, key: &PodKey, pod: &str) {
+        let mut pods = self.lock();
+        if pods.get(key).is_some_and(|running| running.pod == pod) {
+            pods.remove(key);
+        }
+    }
+
+    /// mysqld's address of the pod named `pod` in `namespace`, while its process runs.
+    pub(crate) fn mysql_addr(&self, namespace: &str, pod: &str) -> Option<SocketAddr> {
+        self.lock()
+            .iter()
+            .find(|((ns, _), running)| ns == namespace && running.pod == pod)
+            .filter(|(_, running)| running.pid.is_some())
+            .and_then(|(_, running)| running.mysql_addr)
+    }
+}
+
+/// How the kubelet runs.
+#[derive(Debug, Clone)]
+pub struct KubeletConfig {
+    /// Where claim folders live (one per claim; see [`claims`]). Keep it short: mysqld's
+    /// socket path must fit in 107 bytes.
+    pub root: PathBuf,
+    /// Only this namespace; `None` watches all.
+    pub namespace: Option<String>,
+    /// How long a started mysqld may take to answer before it counts as a failed start.
+    pub ready_timeout: Duration,
+    /// How often the kubelet re-checks everything without a watch event.
+    pub resync: Duration,
+    /// How long the initial list of each watched kind may take.
+    pub list_timeout: Duration,
+}
+
+impl KubeletConfig {
+    /// Defaults: all namespaces, 60 s to ready, resync every 2 s, 30 s to list.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            namespace: None,
+            ready_timeout: Duration::from_secs(60),
+            resync: Duration::from_secs(2),
+            list_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The selector of everything the kubelet watches.
+pub fn workload_selector() -> String {
+    format!("{}={},{}={}", labels::MANAGED_BY, labels::MANAGER, labels::NAME, labels::APP_NAME)
+}
+
+/// A running lab kubelet. Dropping it aborts its tasks, which SIGKILLs every mysqld it runs
+/// (claim folders stay: they belong to `root`'s owner).
+pub struct Kubelet {
+    shared: Arc<Shared>,
+    resolver: LabResolver,
+    shutdown: watch::Sender<bool>,
+    main: Option<JoinHandle<()>>,
+    watchers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Kubelet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kubelet").finish_non_exhaustive()
+    }
+}
+
+fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    <K as kube::Resource>::DynamicType: Default,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Starts a reflector for `K`; every event pokes `notify`.
+fn reflect<K>(api: Api<K>, notify: Arc<Notify>, watchers: &mut Vec<JoinHandle<()>>) -> Store<K>
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    <K as kube::Resource>::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let (store, writer) = reflector::store::<K>();
+    let config = watcher::Config::default().labels(&workload_selector());
+    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
+    watchers.push(tokio::spawn(async move {
+        stream
+            .for_each(|_| {
+                notify.notify_one();
+                futures::future::ready(())
+            })
+            .await;
+    }));
+    store
+}
+
+impl Kubelet {
+    /// Starts watching through `client` and running what it finds. Returns once the first
+    /// list of Deployments, Pods and Services has arrived.
+    pub async fn start(
+        client: kube::Client,
+        dist: MysqlDist,
+        template: Template,
+        hub: Arc<ProxyHub>,
+        config: KubeletConfig,
+    ) -> Result<Self, KubeletError> {
+        std::fs::create_dir_all(&config.root)
+            .map_err(|source| KubeletError::Root { path: config.root.clone(), source })?;
+        let notify = Arc::new(Notify::new());
+        let namespace = config.namespace.as_deref();
+        let mut watchers = Vec::new();
+        let deployments =
+            reflect::<Deployment>(api(&client, namespace), notify.clone(), &mut watchers);
+        let pods = reflect::<Pod>(api(&client, namespace), notify.clone(), &mut watchers);
+        let services = reflect::<Service>(api(&client, namespace), notify.clone(), &mut watchers);
+        for (what, ready) in [
+            (
+                "deployments",
+                Box::pin(deployments.wait_until_ready())
+                    as std::pin::Pin<Box<dyn Future<Output = _> + Send>>,
+            ),
+            ("pods", Box::pin(pods.wait_until_ready())),
+            ("services", Box::pin(services.wait_until_ready())),
+        ] {
+            let listed = tokio::time::timeout(config.list_timeout, ready).await;
+            if !matches!(listed, Ok(Ok(()))) {
+                for watcher in &watchers {
+                    watcher.abort();
+                }
+                return Err(KubeletError::Watch {
+                    what,
+                    message: format!("no list within {:?}", config.list_timeout),
+                });
+            }
+        }
+        let shared = Arc::new(Shared::default());
+        let resolver = LabResolver { services, pods, shared: shared.clone(), hub };
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let runner = Runner {
+            client,
+            dist,
+            template,
+            config,
+            shared: shared.clone(),
+            deployments,
+            resolver: resolver.clone(),
+            running: BTreeMap::new(),
+            stopping: BTreeMap::new(),
+            tasks: JoinSet::new(),
+        };
+        let main = tokio::spawn(runner.run(notify, shutdown_rx));
+        Ok(Self { shared, resolver, shutdown, main: Some(main), watchers })
+    }
+
+    /// The lab's Service resolver.
+    pub fn resolver(&self) -> LabResolver {
+        self.resolver.clone()
+    }
+
+    /// What runs for Deployment `deployment` in `namespace`.
+    pub fn pod(&self, namespace: &str, deployment: &str) -> Option<RunningPod> {
+        self.shared.lock().get(&(namespace.to_owned(), deployment.to_owned())).cloned()
+    }
+
+    /// Everything that runs.
+    pub fn pods(&self) -> BTreeMap<PodKey, RunningPod> {
+        self.shared.lock().clone()
+    }
+
+    /// Stops: every mysqld is SIGKILLed (Pod objects stay, as when a node dies).
+    pub async fn shutdown(mut self) {
+        self.shutdown.send_replace(true);
+        if let Some(main) = self.main.take() {
+            // The runner kills its workers and waits for them; bound it anyway.
+            if tokio::time::timeout(Duration::from_secs(60), main).await.is_err() {
+                tracing::warn!("the kubelet did not stop its pods within 60 s; aborting");
+            }
+        }
+        for watcher in self.watchers.drain(..) {
+            watcher.abort();
+        }
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        if let Some(main) = self.main.take() {
+            main.abort();
+        }
+        for watcher in &self.watchers {
+            watcher.abort();
+        }
+    }
+}
+
+struct Runner {
+    client: kube::Client,
+    dist: MysqlDist,
+    template: Template,
+    config: KubeletConfig,
+    shared: Arc<Shared>,
+    deployments: Store<Deployment>,
+    resolver: LabResolver,
+    /// Key → (pod name, stop signal) of the pods that should run.
+    running: BTreeMap<PodKey, (String, watch::Sender<Option<Stop>>)>,
+    /// Pods being stopped, by (key, pod name); their signals must live until they end.
+    stopping: BTreeMap<(PodKey, String), watch::Sender<Option<Stop>>>,
+    tasks: JoinSet<(PodKey, String)>,
+}
+
+impl Runner {
+    async fn run(mut self, notify: Arc<Notify>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                _ = shutdown.wait_for(|stop| *stop) => break,
+                () = notify.notified() => {}
+                () = tokio::time::sleep(self.config.resync) => {}
+                Some(ended) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    if let Ok(ended) = ended {
+                        self.stopping.remove(&ended);
+                        if self.running.get(&ended.0).is_some_and(|(pod, _)| *pod == ended.1) {
+                            self.running.remove(&ended.0);
+                        }
+                    }
+                }
+            }
+            self.sync();
+            // MUTATION self.resolver.refresh();
+        }
+        for (_, stop) in self.running.values() {
+            stop.send_replace(Some(Stop::Shutdown));
+        }
+        for stop in self.stopping.values() {
+            stop.send_replace(Some(Stop::Shutdown));
+        }
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// The pods that should run: one per live Deployment with at least one replica.
+    fn desired(&self) -> BTreeMap<PodKey, (String, Arc<Deployment>)> {
+        self.deployments
+            .state()
+            .into_iter()
+            .filter(|deployment| deployment.metadata.deletion_timestamp.is_none())
+            .filter(|deployment| deployment.spec.replicas.unwrap_or(1) > 0)
+            .filter_map(|deployment| {
+                let namespace = deployment.metadata.namespace.clone()?;
+                let name = deployment.metadata.name.clone()?;
+                let pod = pod::pod_name(&name, &deployment.spec.template);
+                Some(((namespace, name), (pod, deployment)))
+            })
+            .collect()
+    }
+
+    fn sync(&mut self) {
+        let desired = self.desired();
+        let stale: Vec<PodKey> = self
+            .running
+            .iter()
+            .filter(|(key, (pod, _))| desired.get(*key).is_none_or(|(want, _)| want != pod))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            if let Some((pod, stop)) = self.running.remove(&key) {
+                info!(namespace = %key.0, deployment = %key.1, %pod, "stopping pod");
+                stop.send_replace(Some(Stop::Delete));
+                self.stopping.insert((key, pod), stop);
+            }
+        }
+        for (key, (pod, deployment)) in desired {
+            let busy = self.running.contains_key(&key)
+                || self.stopping.keys().any(|(stopping, _)| *stopping == key);
+            if busy {
+                continue;
+            }
+            info!(namespace = %key.0, deployment = %key.1, %pod, "starting pod");
+            let (stop, stop_rx) = watch::channel(None);
+            let ctx = WorkerContext {
+                client: self.client.clone(),
+                dist: self.dist.clone(),
+                template: self.template.clone(),
+                root: self.config.root.clone(),
+                ready_timeout: self.config.ready_timeout,
+                shared: self.shared.clone(),
+                deployment: (*deployment).clone(),
+                namespace: key.0.clone(),
+                deployment_name: key.1.clone(),
+                pod_name: pod.clone(),
+            };
+            let ended = (key.clone(), pod.clone());
+            self.tasks.spawn(async move {
+                worker::run(ctx, stop_rx).await;
+                ended
+            });
+            self.running.insert(key, (pod, stop));
+        }
+    }
+}

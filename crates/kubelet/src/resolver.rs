@@ -1,0 +1,136 @@
+//! The lab's [`Resolver`]: a Service name → a fault-proxy link whose upstream is a ready pod's
+//! `mysqld`.
+//!
+//! For Service `<svc>` in `<ns>` and port `P` the link is named `service/<ns>/<svc>:<P>` in the
+//! lab's [`ProxyHub`] (so a drill can cut or delay it like any other link). Its upstream is the
+//! first pod, by name, that the Service's selector matches (labels as the API server holds
+//! them, so the operator's `role=primary` label moves the `-primary` Service) and that is
+//! Ready — or merely running, when the Service publishes not-ready addresses (the internal
+//! Service). The kubelet re-points every such link after each change it sees, so a client
+//! that resolved once and reconnects to the same port follows the Service.
+//!
+//! Ports: the Service port whose target is the `mysql` container port maps to that pod's
+//! mysqld. The sidecar's port resolves to nothing until the lab runs the sidecar.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use bloodraven_sites::proxy::ProxyHub;
+use bloodraven_workloads::labels::selector_matches;
+use bloodraven_workloads::{Resolver, ServiceAddress, ports};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tracing::warn;
+
+use crate::Shared;
+use crate::pod::is_ready;
+
+/// The prefix of the proxy links the resolver owns.
+pub const LINK_PREFIX: &str = "service/";
+
+/// The name of the proxy link for a Service port.
+pub fn link_name(namespace: &str, service: &str, port: u16) -> String {
+    format!("{LINK_PREFIX}{namespace}/{service}:{port}")
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct LabResolver {
+    pub(crate) services: Store<Service>,
+    pub(crate) pods: Store<Pod>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) hub: Arc<ProxyHub>,
+}
+
+impl std::fmt::Debug for LabResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabResolver").finish_non_exhaustive()
+    }
+}
+
+fn targets_mysql(service: &Service, port: u16) -> bool {
+    let Some(ports) = service.spec.as_ref().and_then(|spec| spec.ports.as_ref()) else {
+        return false;
+    };
+    ports.iter().any(|entry| {
+        i64::from(entry.port) == i64::from(port)
+            && match &entry.target_port {
+                Some(IntOrString::String(name)) => name == ports::MYSQL_NAME,
+                Some(IntOrString::Int(number)) => *number == i32::from(ports::MYSQL),
+                None => entry.port == i32::from(ports::MYSQL),
+            }
+    })
+}
+
+impl LabResolver {
+    /// The mysqld address behind a Service port right now, if any pod serves it.
+    pub fn upstream(&self, namespace: &str, service: &str, port: u16) -> Option<SocketAddr> {
+        let found = self.services.get(&ObjectRef::new(service).within(namespace))?;
+        if !targets_mysql(&found, port) {
+            return None;
+        }
+        let spec = found.spec.as_ref()?;
+        let selector: BTreeMap<String, String> = spec.selector.clone().unwrap_or_default();
+        let not_ready_too = spec.publish_not_ready_addresses == Some(true);
+        let mut candidates: Vec<_> = self
+            .pods
+            .state()
+            .into_iter()
+            .filter(|pod| pod.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter(|pod| {
+                selector_matches(
+                    &selector,
+                    pod.metadata.labels.as_ref().unwrap_or(&BTreeMap::new()),
+                )
+            })
+            .filter(|pod| not_ready_too || is_ready(pod))
+            .filter_map(|pod| pod.metadata.name.clone())
+            .collect();
+        candidates.sort();
+        candidates.into_iter().find_map(|name| self.shared.mysql_addr(namespace, &name))
+    }
+
+    /// Points every link this resolver made at its Service's current endpoint (links whose
+    /// Service has none keep their last upstream: connections there fail as the process is
+    /// gone).
+    pub fn refresh(&self) {
+        for link in self.hub.links() {
+            let Some(rest) = link.name().strip_prefix(LINK_PREFIX) else { continue };
+            let Some((namespace, service_port)) = rest.split_once('/') else { continue };
+            let Some((service, port)) = service_port.rsplit_once(':') else { continue };
+            let Ok(port) = port.parse::<u16>() else { continue };
+            if let Some(upstream) = self.upstream(namespace, service, port)
+                && upstream != link.upstream()
+            {
+                link.set_upstream(upstream);
+            }
+        }
+    }
+}
+
+impl Resolver for LabResolver {
+    fn resolve(&self, namespace: &str, service: &str, port: u16) -> Option<ServiceAddress> {
+        let upstream = self.upstream(namespace, service, port)?;
+        let name = link_name(namespace, service, port);
+        let link = match self.hub.get(&name) {
+            Some(link) => {
+                if link.upstream() != upstream {
+                    link.set_upstream(upstream);
+                }
+                link
+            }
+            None => match self.hub.link(name.clone(), upstream) {
+                Ok(link) => link,
+                // Another caller made it in between.
+                Err(_) => self.hub.get(&name).or_else(|| {
+                    warn!(link = %name, "cannot create the proxy link of a service");
+                    None
+                })?,
+            },
+        };
+        Some(ServiceAddress { host: Ipv4Addr::LOCALHOST.to_string(), port: link.addr().port() })
+    }
+}

@@ -1,0 +1,408 @@
+//! One pod: its Pod object, its `mysqld` process (and, later, the sidecar's), restarts, and
+//! its end when the Deployment goes.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
+use bloodraven_sites::template::Template;
+use bloodraven_workloads::MY_CNF_KEY;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::claims::claim_folder;
+use crate::options::server_options;
+use crate::pod::{MysqlState, PodReport, pod_object, pod_status};
+use crate::{RunningPod, Shared};
+
+/// How often a running pod checks that its process is alive.
+const LIVENESS_POLL: Duration = Duration::from_millis(300);
+/// How long a pod waits before retrying a missing ConfigMap/claim or a failed start.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Why a worker ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The Deployment is gone or changed: stop the process (SIGTERM, then SIGKILL after the
+    /// grace period) and delete the Pod.
+    Delete,
+    /// The kubelet itself stops: SIGKILL the process and leave the Pod object (as a node that
+    /// dies leaves its pods).
+    Shutdown,
+}
+
+/// The second container's process. The lab runs only `mysql` today; the sidecar will live
+/// here (a child process beside mysqld, reported under the `sidecar` container).
+#[derive(Debug, Default)]
+pub(crate) enum SidecarSlot {
+    #[default]
+    NotRun,
+}
+
+/// Everything a worker needs.
+pub(crate) struct WorkerContext {
+    pub(crate) client: kube::Client,
+    pub(crate) dist: MysqlDist,
+    pub(crate) template: Template,
+    pub(crate) root: PathBuf,
+    pub(crate) ready_timeout: Duration,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) deployment: Deployment,
+    pub(crate) namespace: String,
+    pub(crate) deployment_name: String,
+    pub(crate) pod_name: String,
+}
+
+struct Worker {
+    ctx: WorkerContext,
+    pods: Api<Pod>,
+    report: PodReport,
+    data_dir: Option<PathBuf>,
+    addr: Option<SocketAddr>,
+    _sidecar: SidecarSlot,
+}
+
+fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+/// What the next step found.
+enum Outcome<T> {
+    Done(T),
+    Stopped(Stop),
+}
+
+impl Worker {
+    fn key(&self) -> (String, String) {
+        (self.ctx.namespace.clone(), self.ctx.deployment_name.clone())
+    }
+
+    fn pid(&self) -> Option<u32> {
+        match self.report.mysql {
+            MysqlState::Running { pid, .. } => pid,
+            MysqlState::Waiting { .. } => None,
+        }
+    }
+
+    /// Publishes the state to the kubelet's table, the Pod status and the Deployment status.
+    async fn report(&mut self, mysql: MysqlState) {
+        let was_ready = self.report.ready();
+        self.report.mysql = mysql;
+        if was_ready != self.report.ready() {
+            self.report.ready_since = now();
+        }
+        let running = RunningPod {
+            pod: self.ctx.pod_name.clone(),
+            pid: self.pid(),
+            mysql_addr: self.addr,
+            ready: self.report.ready(),
+            restart_count: self.report.restart_count,
+            data_dir: self.data_dir.clone(),
+        };
+        self.ctx.shared.set_pod(self.key(), running);
+        let status = pod_status(&self.report);
+        let patch = Patch::Merge(json!({ "status": status }));
+        if let Err(error) =
+            self.pods.patch_status(&self.ctx.pod_name, &PatchParams::default(), &patch).await
+        {
+            warn!(pod = %self.ctx.pod_name, %error, "cannot write the pod status");
+        }
+        let ready = i32::from(self.report.ready());
+        let deployments: Api<Deployment> =
+            Api::namespaced(self.ctx.client.clone(), &self.ctx.namespace);
+        let patch = Patch::Merge(json!({ "status": {
+            "observedGeneration": self.ctx.deployment.metadata.generation,
+            "replicas": 1, "updatedReplicas": 1,
+            "readyReplicas": ready, "availableReplicas": ready,
+            "unavailableReplicas": 1 - ready,
+        }}));
+        if let Err(error) = deployments
+            .patch_status(&self.ctx.deployment_name, &PatchParams::default(), &patch)
+            .await
+        {
+            warn!(deployment = %self.ctx.deployment_name, %error, "cannot write the deployment status");
+        }
+    }
+
+    async fn waiting(&mut self, reason: &str, message: String) {
+        self.report(MysqlState::Waiting { reason: reason.to_owned(), message }).await;
+    }
+
+    /// Creates the Pod object (adopting one left by an earlier kubelet).
+    async fn create_pod(&mut self) {
+        let pod = pod_object(&self.ctx.deployment, &self.ctx.pod_name);
+        match self.pods.create(&PostParams::default(), &pod).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+            Err(error) => warn!(pod = %self.ctx.pod_name, %error, "cannot create the pod"),
+        }
+        self.waiting("ContainerCreating", String::new()).await;
+    }
+
+    /// The ConfigMap and the claim named by the pod's volumes, waiting while either is missing.
+    async fn prepare(
+        &mut self,
+        stop: &mut watch::Receiver<Option<Stop>>,
+    ) -> Outcome<(InstanceSpec, PathBuf)> {
+        loop {
+            match self.try_prepare().await {
+                Ok(found) => return Outcome::Done(found),
+                Err((reason, message)) => self.waiting(reason, message).await,
+            }
+            if let Some(stopped) = wait_or_stop(stop, RETRY).await {
+                return Outcome::Stopped(stopped);
+            }
+        }
+    }
+
+    async fn try_prepare(&mut self) -> Result<(InstanceSpec, PathBuf), (&'static str, String)> {
+        let spec = self.ctx.deployment.spec.template.spec.clone().unwrap_or_default();
+        let volumes = spec.volumes.unwrap_or_default();
+        let configmap = volumes
+            .iter()
+            .find_map(|volume| volume.config_map.as_ref().map(|source| source.name.clone()))
+            .ok_or(("CreateContainerConfigError", "the pod has no ConfigMap volume".to_owned()))?;
+        let claim = volumes
+            .iter()
+            .find_map(|volume| volume.persistent_volume_claim.as_ref())
+            .map(|source| source.claim_name.clone())
+            .ok_or(("CreateContainerConfigError", "the pod has no claim volume".to_owned()))?;
+        let client = self.ctx.client.clone();
+        let namespace = self.ctx.namespace.as_str();
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+        let text = configmaps
+            .get_opt(&configmap)
+            .await
+            .map_err(|error| ("CreateContainerConfigError", error.to_string()))?
+            .and_then(|found| found.data.and_then(|mut data| data.remove(MY_CNF_KEY)))
+            .ok_or_else(|| {
+                (
+                    "CreateContainerConfigError",
+                    format!("configmap {configmap:?} or its key {MY_CNF_KEY:?} not found"),
+                )
+            })?;
+        let options = server_options(&configmap, &text)
+            .map_err(|error| ("CreateContainerConfigError", error.to_string()))?;
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, namespace);
+        let found = claims
+            .get_opt(&claim)
+            .await
+            .map_err(|error| ("ContainerCreating", error.to_string()))?
+            .ok_or_else(|| {
+                ("ContainerCreating", format!("persistentvolumeclaim {claim:?} not found"))
+            })?;
+        let uid = found.metadata.uid.clone().unwrap_or_default();
+        let folder = claim_folder(&self.ctx.root, namespace, &claim, &uid);
+        let bound =
+            found.status.as_ref().and_then(|status| status.phase.as_deref()) == Some("Bound");
+        if !bound {
+            let patch = Patch::Merge(json!({ "status": {
+                "phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                "capacity": found.spec.as_ref().and_then(|spec| spec.resources.as_ref())
+                    .and_then(|resources| resources.requests.as_ref()),
+            }}));
+            if let Err(error) = claims.patch_status(&claim, &PatchParams::default(), &patch).await {
+                warn!(%claim, %error, "cannot mark the claim Bound");
+            }
+        }
+        let instance = InstanceSpec {
+            name: self.ctx.pod_name.clone(),
+            server_id: options.server_id,
+            port: None,
+            dir: Some(folder.clone()),
+            keep_on_drop: true,
+            extra_options: options.extra,
+        };
+        Ok((instance, folder))
+    }
+
+    /// Starts the process and waits until it answers; a start that fails counts as a restart.
+    async fn start(
+        &mut self,
+        instance: &mut Instance,
+        stop: &mut watch::Receiver<Option<Stop>>,
+    ) -> Outcome<()> {
+        loop {
+            let started_at = now();
+            let result = match instance.start() {
+                Ok(()) => {
+                    self.addr = Some(instance.addr());
+                    self.report(MysqlState::Running {
+                        started_at,
+                        pid: instance.pid(),
+                        ready: false,
+                    })
+                    .await;
+                    tokio::select! {
+                        result = instance.wait_ready(self.ctx.ready_timeout) => result,
+                        stopped = wait_stop(stop) => return Outcome::Stopped(stopped),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match result {
+                Ok(()) => {
+                    info!(pod = %self.ctx.pod_name, pid = ?instance.pid(), addr = ?self.addr, "mysqld ready");
+                    self.report(MysqlState::Running {
+                        started_at,
+                        pid: instance.pid(),
+                        ready: true,
+                    })
+                    .await;
+                    return Outcome::Done(());
+                }
+                Err(error) => {
+                    warn!(pod = %self.ctx.pod_name, %error, "mysqld did not become ready");
+                    let _ = instance.kill().await;
+                    self.report.restart_count += 1;
+                    self.report.last_terminated = Some((now(), "Error".to_owned()));
+                    self.waiting("CrashLoopBackOff", error.to_string()).await;
+                    if let Some(stopped) = wait_or_stop(stop, RETRY).await {
+                        return Outcome::Stopped(stopped);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run(mut self, mut stop: watch::Receiver<Option<Stop>>) {
+        self.create_pod().await;
+        let outcome = match self.prepare(&mut stop).await {
+            Outcome::Stopped(stopped) => Outcome::Stopped(stopped),
+            Outcome::Done((spec, folder)) => {
+                self.data_dir = Some(folder);
+                self.run_instance(spec, &mut stop).await
+            }
+        };
+        let stopped = match outcome {
+            Outcome::Stopped(stopped) | Outcome::Done(stopped) => stopped,
+        };
+        if stopped == Stop::Delete {
+            match self.pods.delete(&self.ctx.pod_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.is_not_found() => {}
+                Err(error) => warn!(pod = %self.ctx.pod_name, %error, "cannot delete the pod"),
+            }
+        }
+        self.ctx.shared.remove_pod(&self.key(), &self.ctx.pod_name);
+    }
+
+    async fn run_instance(
+        &mut self,
+        spec: InstanceSpec,
+        stop: &mut watch::Receiver<Option<Stop>>,
+    ) -> Outcome<Stop> {
+        let mut instance = loop {
+            match Instance::create(&self.ctx.dist, &self.ctx.template, spec.clone()).await {
+                Ok(instance) => break instance,
+                Err(error) => {
+                    self.waiting("CreateContainerError", error.to_string()).await;
+                    if let Some(stopped) = wait_or_stop(stop, RETRY).await {
+                        return Outcome::Stopped(stopped);
+                    }
+                }
+            }
+        };
+        let stopped = loop {
+            if let Outcome::Stopped(stopped) = self.start(&mut instance, stop).await {
+                break stopped;
+            }
+            // Running: watch the process until it dies or the pod is stopped.
+            let stopped = loop {
+                if let Some(stopped) = wait_or_stop(stop, LIVENESS_POLL).await {
+                    break Some(stopped);
+                }
+                if !instance.is_running() {
+                    break None;
+                }
+            };
+            if let Some(stopped) = stopped {
+                break stopped;
+            }
+            warn!(pod = %self.ctx.pod_name, "mysqld exited; restarting it");
+            self.report.restart_count += 1;
+            self.report.last_terminated = Some((now(), "Error".to_owned()));
+            self.waiting("ContainerRestarting", "mysqld exited".to_owned()).await;
+        };
+        match stopped {
+            Stop::Delete => {
+                let grace = self
+                    .ctx
+                    .deployment
+                    .spec
+                    .template
+                    .spec
+                    .as_ref()
+                    .and_then(|spec| spec.termination_grace_period_seconds)
+                    .and_then(|seconds| u64::try_from(seconds).ok())
+                    .unwrap_or(30);
+                if let Err(error) = instance.stop(Duration::from_secs(grace)).await {
+                    warn!(pod = %self.ctx.pod_name, %error, "cannot stop mysqld");
+                }
+            }
+            Stop::Shutdown => {
+                let _ = instance.kill().await;
+            }
+        }
+        Outcome::Done(stopped)
+    }
+}
+
+/// Waits `period`; `Some` when the pod is told to stop first.
+async fn wait_or_stop(stop: &mut watch::Receiver<Option<Stop>>, period: Duration) -> Option<Stop> {
+    if let Some(stopped) = *stop.borrow() {
+        return Some(stopped);
+    }
+    tokio::select! {
+        stopped = wait_stop(stop) => Some(stopped),
+        () = tokio::time::sleep(period) => None,
+    }
+}
+
+/// Resolves when the pod is told to stop (a dropped sender means the kubelet is gone).
+async fn wait_stop(stop: &mut watch::Receiver<Option<Stop>>) -> Stop {
+    match stop.wait_for(Option::is_some).await {
+        Ok(value) => (*value).unwrap_or(Stop::Shutdown),
+        Err(_) => Stop::Shutdown,
+    }
+}
+
+/// Runs one pod until it is stopped.
+pub(crate) async fn run(ctx: WorkerContext, stop: watch::Receiver<Option<Stop>>) {
+    let pods = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let images: BTreeMap<String, String> = ctx
+        .deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|spec| {
+            spec.containers
+                .iter()
+                .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let created_at = now();
+    let report = PodReport {
+        created_at,
+        mysql: MysqlState::Waiting {
+            reason: "ContainerCreating".to_owned(),
+            message: String::new(),
+        },
+        restart_count: 0,
+        last_terminated: None,
+        ready_since: created_at,
+        images,
+    };
+    let worker =
+        Worker { ctx, pods, report, data_dir: None, addr: None, _sidecar: SidecarSlot::default() };
+    worker.run(stop).await;
+}

@@ -1,0 +1,57 @@
+//! The workload and its ledger against one real site.
+
+use std::time::Duration;
+
+use bloodraven_sites::accounts::APPLICATION;
+use bloodraven_sites::mysqld::{Instance, InstanceSpec};
+use bloodraven_sites::workload::{Workload, WorkloadConfig, verify_at};
+
+use crate::mysqld::{READY, dist_and_template};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_carry_their_gtids_and_a_fence_opens_the_outage_window() {
+    let (dist, template) = dist_and_template().await;
+    let mut site =
+        Instance::create(&dist, &template, InstanceSpec::new("ledger", 31)).await.unwrap();
+    site.start_and_wait(READY).await.unwrap();
+    let mut config = WorkloadConfig::new(site.addr());
+    config.rate_per_sec = 100;
+    let workload = Workload::start(config);
+    workload.wait_acknowledged(30, Duration::from_secs(60)).await.unwrap();
+    site.set_super_read_only(true).await.unwrap();
+    workload.wait_failed(5, Duration::from_secs(60)).await.unwrap();
+    site.set_super_read_only(false).await.unwrap();
+    let acked = workload.acknowledged();
+    workload.wait_acknowledged(acked + 10, Duration::from_secs(60)).await.unwrap();
+    let ledger = workload.stop().await.unwrap();
+
+    // Every acknowledgement came with the GTID of its own COMMIT, and those are exactly what
+    // the server executed (the workload is the only writer).
+    let acknowledged: Vec<_> = ledger.acknowledged().collect();
+    assert!(acknowledged.iter().all(|a| matches!(
+        &a.outcome,
+        bloodraven_sites::ledger::Outcome::Acknowledged { gtid: Some(_) }
+    )));
+    assert_eq!(ledger.acknowledged_gtids(), site.gtid_executed().await.unwrap());
+    assert_eq!(
+        ledger.acknowledged_gtids().count(),
+        acknowledged.len() as u128,
+        "one GTID per write"
+    );
+
+    let report = verify_at(&ledger, site.addr(), &APPLICATION).await.unwrap();
+    assert!(report.rpo_zero(), "{:?}", report.lost);
+    assert!(report.phantom.is_empty());
+    let details: Vec<_> = ledger
+        .attempts
+        .iter()
+        .filter_map(|a| match &a.outcome {
+            bloodraven_sites::ledger::Outcome::Failed { detail, .. } => Some(detail.as_str()),
+            _ => None,
+        })
+        .take(5)
+        .collect();
+    assert!(report.outage.map_or(0, |w| w.rejected) >= 5, "{:?} {details:?}", report.failures);
+    let w = report.outage.unwrap();
+    assert!(w.first < w.last);
+}
