@@ -90,6 +90,16 @@ pub struct LabArgs {
     /// Keep serving and print the kubeconfig path instead of opening the console.
     #[arg(long)]
     pub serve: bool,
+    /// A live lab instead of a scenario: real MySQL 9.7 sites run by the lab kubelet, with a
+    /// fault proxy on every link (`source scripts/provision.sh` first).
+    #[arg(long, conflicts_with = "scenario")]
+    pub live: bool,
+    /// With `--live`: run this drill file and print its report instead of opening the console.
+    #[arg(long, requires = "live")]
+    pub drill: Option<std::path::PathBuf>,
+    /// With `--drill`: the report as JSON.
+    #[arg(long, requires = "drill")]
+    pub json: bool,
 }
 
 /// The command line as clap sees it, renamed `kubectl bloodraven` when the binary was

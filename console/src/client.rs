@@ -172,6 +172,15 @@ pub async fn connect(
     Ok((client, Connection { context: context_name, default_namespace, server }))
 }
 
+/// A client that can write, for the lab's own machinery only (`lab --live`: the lab kubelet
+/// and the objects it creates on the in-process lab API server at `url`), never for the
+/// console's views. It is built here so that this file stays the one place a client is built
+/// (the tidy rule `xtask/tests/it/console_client.rs`).
+#[cfg(feature = "lab")]
+pub fn lab_writer(url: hyper::Uri) -> Result<Client, Error> {
+    Ok(Client::try_from(Config::new(url))?)
+}
+
 /// A read-only client from a kube `Config`.
 pub fn client_from_config(config: Config) -> Result<Client, Error> {
     let builder = kube::client::ClientBuilder::try_from(config)?;

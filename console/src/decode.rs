@@ -89,6 +89,7 @@ mod tests {
 
     use super::*;
 
+    #[expect(clippy::unwrap_used, reason = "a test helper: the literal object decodes")]
     fn group(namespace: &str, name: &str, sites: serde_json::Value) -> DynamicObject {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "shipstream.io/v1alpha1",

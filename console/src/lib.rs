@@ -7,6 +7,8 @@ pub mod client;
 pub mod decode;
 #[cfg(feature = "lab")]
 pub mod lab;
+#[cfg(feature = "lab")]
+pub mod live;
 pub mod logging;
 pub mod report;
 #[cfg(feature = "lab")]
@@ -72,6 +74,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             stdout.flush()?;
             Ok(())
         }
+        #[cfg(feature = "lab")]
+        Some(Command::Lab(args)) if args.live => live::run(&cli, args).await,
         #[cfg(feature = "lab")]
         Some(Command::Lab(args)) => {
             let running = lab::RunningLab::start(&args.scenario, jiff::Timestamp::now()).await?;

@@ -113,7 +113,8 @@ pub fn condition_status(group: &MysqlFailoverGroup, type_: &ConditionType) -> St
         .map_or_else(|| NONE.to_owned(), |condition| condition.status.as_str().to_owned())
 }
 
-/// Whether automation is held (a `plannedFailoverHold` or `AutomaticFailoverHeld=True`).
+/// Whether automation is held: a `plannedFailoverHold`, `AutomaticFailoverHeld=True`, or a
+/// terminal marker that carries `ManualRecoveryRequired` (`MysqlFailoverGroup::automation_held`).
 pub fn held(group: &MysqlFailoverGroup) -> bool {
     group.automation_held()
 }

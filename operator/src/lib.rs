@@ -2,6 +2,14 @@
 //! observe and apply layers the binary wires together.
 //!
 //! Every decision is a pure function of values (`topology::plan`); IO lives in the layers that
-//! observe MySQL and the API server and apply the planned steps.
+//! observe MySQL (`observe`), act on it (`apply`) and publish to the API server (`manager`,
+//! `controller`, `status`).
 
+pub mod apply;
+pub mod controller;
+pub mod http;
+pub mod manager;
+pub mod observe;
+pub mod sql;
+pub mod status;
 pub mod topology;

@@ -36,6 +36,9 @@ def bench_lines(log):
             float(value)
         except ValueError:
             continue
+        # One table per package: `bloodraven-sites/x` and criterion's `sites/y` go together.
+        if ident.startswith("bloodraven-"):
+            ident = ident[len("bloodraven-"):]
         area = ident.split("/", 1)[0]
         rows.append((area, ident, value, unit, goal, " ".join(extras)))
     return rows

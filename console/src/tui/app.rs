@@ -153,7 +153,7 @@ where
                     Effect::Quit => quit = true,
                     Effect::Watch(scope) => {
                         // A new scope or context: nothing of the old one may keep running.
-                        for task in tasks.drain(..) {
+                        for task in tasks.drain(..).chain(archive_tasks.drain(..)) {
                             task.abort();
                         }
                         tracing::info!(%scope, epoch = state.epoch, "watching");

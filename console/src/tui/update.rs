@@ -67,7 +67,7 @@ fn step(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Input(intent) => input(state, intent),
         Action::Sourced { epoch, event } => {
-            if false && epoch != state.epoch {
+            if epoch != state.epoch {
                 // A source of an older context or scope: its data is not this view's.
                 return Vec::new();
             }

@@ -78,6 +78,9 @@ impl GroupFixture {
             sidecar: None,
             replication: None,
             failover_cooldown: None,
+            poll_interval: None,
+            failure_threshold: None,
+            recovery_threshold: None,
             split_brain_policy: Some(SplitBrainPolicy {
                 site_priorities: vec!["iad".to_owned(), "pdx".to_owned()],
             }),

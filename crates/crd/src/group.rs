@@ -77,6 +77,23 @@ pub struct MysqlFailoverGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "5m"))]
     pub failover_cooldown: Option<Duration>,
+    /// How often the topology manager polls every site, 500ms to 1m (default 2s). The detection
+    /// bound of a failed primary is `pollInterval × failureThreshold`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "2s"))]
+    #[x_kube(validation = Rule::new("duration(self) >= duration('500ms') && duration(self) <= duration('1m')")
+        .message("pollInterval must be between 500ms and 1m"))]
+    pub poll_interval: Option<Duration>,
+    /// Consecutive unreachable polls before the active site counts as failed, 1 to 20
+    /// (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 20), extend("default" = 3))]
+    pub failure_threshold: Option<u32>,
+    /// Consecutive reachable polls before a read-only active site is made writable again, 1 to
+    /// 20 (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 20), extend("default" = 2))]
+    pub recovery_threshold: Option<u32>,
     /// The split-brain tiebreaker and emergency-failover priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_brain_policy: Option<SplitBrainPolicy>,
@@ -332,6 +349,15 @@ pub struct DragonflyPlannedFailoverSpec {
 pub mod defaults {
     /// `spec.failoverCooldown`.
     pub const FAILOVER_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(300);
+    /// `spec.pollInterval`.
+    pub const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+    /// `spec.pollInterval`'s bounds (the CEL rule's).
+    pub const POLL_INTERVAL_RANGE: std::ops::RangeInclusive<std::time::Duration> =
+        std::time::Duration::from_millis(500)..=std::time::Duration::from_secs(60);
+    /// `spec.failureThreshold`.
+    pub const FAILURE_THRESHOLD: u32 = 3;
+    /// `spec.recoveryThreshold`.
+    pub const RECOVERY_THRESHOLD: u32 = 2;
     /// `spec.plannedFailover.maxLagWait`.
     pub const MAX_LAG_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
     /// Bounds of `maxLagWait` (spec and annotation override).
@@ -462,6 +488,26 @@ impl MysqlFailoverGroupSpec {
             defaults::FAILOVER_COOLDOWN,
             any,
         )
+    }
+
+    /// `pollInterval` with its default; an out-of-range value is refused, not defaulted.
+    pub fn effective_poll_interval(&self) -> Result<std::time::Duration, SettingError> {
+        effective(
+            "pollInterval",
+            self.poll_interval.as_ref(),
+            defaults::POLL_INTERVAL,
+            defaults::POLL_INTERVAL_RANGE,
+        )
+    }
+
+    /// `failureThreshold` with its default, clamped to its schema bounds.
+    pub fn effective_failure_threshold(&self) -> u32 {
+        self.failure_threshold.unwrap_or(defaults::FAILURE_THRESHOLD).clamp(1, 20)
+    }
+
+    /// `recoveryThreshold` with its default, clamped to its schema bounds.
+    pub fn effective_recovery_threshold(&self) -> u32 {
+        self.recovery_threshold.unwrap_or(defaults::RECOVERY_THRESHOLD).clamp(1, 20)
     }
 
     /// The spec of a site.

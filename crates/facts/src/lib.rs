@@ -5,7 +5,7 @@
 //! site, how far each site is from the primary, which candidate an emergency failover would
 //! promote, who wins a split brain, and whether a follower may be repointed. Everything is pure:
 //! values in, values out, `now` passed in. Whether automation is held is
-//! `MysqlFailoverGroupStatus::automation_held` in `bloodraven-crd` (the marker rule lives with
+//! `MysqlFailoverGroup::automation_held` in `bloodraven-crd` (the marker rule lives with
 //! the types it reads).
 
 mod classify;

@@ -29,6 +29,7 @@ mod error;
 pub mod options;
 pub mod pod;
 pub mod resolver;
+mod runner;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -43,18 +44,17 @@ use bloodraven_sites::template::Template;
 use bloodraven_workloads::labels;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch};
 use tokio::task::{JoinHandle, JoinSet};
-use tracing::info;
 
 pub use crate::error::KubeletError;
 pub use crate::resolver::{LINK_PREFIX, LabResolver, link_name};
 
-use crate::worker::{Stop, WorkerContext};
+use crate::runner::Runner;
 
 /// `(namespace, deployment name)`.
 pub type PodKey = (String, String);
@@ -170,7 +170,12 @@ where
 }
 
 /// Starts a reflector for `K`; every event pokes `notify`.
-fn reflect<K>(api: Api<K>, notify: Arc<Notify>, watchers: &mut Vec<JoinHandle<()>>) -> Store<K>
+fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    notify: Arc<Notify>,
+    watchers: &mut Vec<JoinHandle<()>>,
+) -> Store<K>
 where
     K: kube::Resource
         + Clone
@@ -182,7 +187,6 @@ where
     <K as kube::Resource>::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let (store, writer) = reflector::store::<K>();
-    let config = watcher::Config::default().labels(&workload_selector());
     let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
     watchers.push(tokio::spawn(async move {
         stream
@@ -210,10 +214,24 @@ impl Kubelet {
         let notify = Arc::new(Notify::new());
         let namespace = config.namespace.as_deref();
         let mut watchers = Vec::new();
-        let deployments =
-            reflect::<Deployment>(api(&client, namespace), notify.clone(), &mut watchers);
-        let pods = reflect::<Pod>(api(&client, namespace), notify.clone(), &mut watchers);
-        let services = reflect::<Service>(api(&client, namespace), notify.clone(), &mut watchers);
+        let workloads = || watcher::Config::default().labels(&workload_selector());
+        let deployments = reflect::<Deployment>(
+            api(&client, namespace),
+            workloads(),
+            notify.clone(),
+            &mut watchers,
+        );
+        let pods =
+            reflect::<Pod>(api(&client, namespace), workloads(), notify.clone(), &mut watchers);
+        // Every claim, labelled or not: a folder is removed only when no claim maps to it.
+        let claims = reflect::<PersistentVolumeClaim>(
+            api(&client, namespace),
+            watcher::Config::default(),
+            notify.clone(),
+            &mut watchers,
+        );
+        let services =
+            reflect::<Service>(api(&client, namespace), workloads(), notify.clone(), &mut watchers);
         for (what, ready) in [
             (
                 "deployments",
@@ -222,6 +240,7 @@ impl Kubelet {
             ),
             ("pods", Box::pin(pods.wait_until_ready())),
             ("services", Box::pin(services.wait_until_ready())),
+            ("persistentvolumeclaims", Box::pin(claims.wait_until_ready())),
         ] {
             let listed = tokio::time::timeout(config.list_timeout, ready).await;
             if !matches!(listed, Ok(Ok(()))) {
@@ -244,6 +263,7 @@ impl Kubelet {
             config,
             shared: shared.clone(),
             deployments,
+            claims,
             resolver: resolver.clone(),
             running: BTreeMap::new(),
             stopping: BTreeMap::new(),
@@ -290,110 +310,6 @@ impl Drop for Kubelet {
         }
         for watcher in &self.watchers {
             watcher.abort();
-        }
-    }
-}
-
-struct Runner {
-    client: kube::Client,
-    dist: MysqlDist,
-    template: Template,
-    config: KubeletConfig,
-    shared: Arc<Shared>,
-    deployments: Store<Deployment>,
-    resolver: LabResolver,
-    /// Key → (pod name, stop signal) of the pods that should run.
-    running: BTreeMap<PodKey, (String, watch::Sender<Option<Stop>>)>,
-    /// Pods being stopped, by (key, pod name); their signals must live until they end.
-    stopping: BTreeMap<(PodKey, String), watch::Sender<Option<Stop>>>,
-    tasks: JoinSet<(PodKey, String)>,
-}
-
-impl Runner {
-    async fn run(mut self, notify: Arc<Notify>, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            tokio::select! {
-                _ = shutdown.wait_for(|stop| *stop) => break,
-                () = notify.notified() => {}
-                () = tokio::time::sleep(self.config.resync) => {}
-                Some(ended) = self.tasks.join_next(), if !self.tasks.is_empty() => {
-                    if let Ok(ended) = ended {
-                        self.stopping.remove(&ended);
-                        if self.running.get(&ended.0).is_some_and(|(pod, _)| *pod == ended.1) {
-                            self.running.remove(&ended.0);
-                        }
-                    }
-                }
-            }
-            self.sync();
-            // MUTATION self.resolver.refresh();
-        }
-        for (_, stop) in self.running.values() {
-            stop.send_replace(Some(Stop::Shutdown));
-        }
-        for stop in self.stopping.values() {
-            stop.send_replace(Some(Stop::Shutdown));
-        }
-        while self.tasks.join_next().await.is_some() {}
-    }
-
-    /// The pods that should run: one per live Deployment with at least one replica.
-    fn desired(&self) -> BTreeMap<PodKey, (String, Arc<Deployment>)> {
-        self.deployments
-            .state()
-            .into_iter()
-            .filter(|deployment| deployment.metadata.deletion_timestamp.is_none())
-            .filter(|deployment| deployment.spec.replicas.unwrap_or(1) > 0)
-            .filter_map(|deployment| {
-                let namespace = deployment.metadata.namespace.clone()?;
-                let name = deployment.metadata.name.clone()?;
-                let pod = pod::pod_name(&name, &deployment.spec.template);
-                Some(((namespace, name), (pod, deployment)))
-            })
-            .collect()
-    }
-
-    fn sync(&mut self) {
-        let desired = self.desired();
-        let stale: Vec<PodKey> = self
-            .running
-            .iter()
-            .filter(|(key, (pod, _))| desired.get(*key).is_none_or(|(want, _)| want != pod))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in stale {
-            if let Some((pod, stop)) = self.running.remove(&key) {
-                info!(namespace = %key.0, deployment = %key.1, %pod, "stopping pod");
-                stop.send_replace(Some(Stop::Delete));
-                self.stopping.insert((key, pod), stop);
-            }
-        }
-        for (key, (pod, deployment)) in desired {
-            let busy = self.running.contains_key(&key)
-                || self.stopping.keys().any(|(stopping, _)| *stopping == key);
-            if busy {
-                continue;
-            }
-            info!(namespace = %key.0, deployment = %key.1, %pod, "starting pod");
-            let (stop, stop_rx) = watch::channel(None);
-            let ctx = WorkerContext {
-                client: self.client.clone(),
-                dist: self.dist.clone(),
-                template: self.template.clone(),
-                root: self.config.root.clone(),
-                ready_timeout: self.config.ready_timeout,
-                shared: self.shared.clone(),
-                deployment: (*deployment).clone(),
-                namespace: key.0.clone(),
-                deployment_name: key.1.clone(),
-                pod_name: pod.clone(),
-            };
-            let ended = (key.clone(), pod.clone());
-            self.tasks.spawn(async move {
-                worker::run(ctx, stop_rx).await;
-                ended
-            });
-            self.running.insert(key, (pod, stop));
         }
     }
 }

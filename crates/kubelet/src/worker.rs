@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
 use bloodraven_sites::template::Template;
-use bloodraven_workloads::MY_CNF_KEY;
+use bloodraven_workloads::{MY_CNF_KEY, containers};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -314,13 +314,31 @@ impl Worker {
             if let Outcome::Stopped(stopped) = self.start(&mut instance, stop).await {
                 break stopped;
             }
-            // Running: watch the process until it dies or the pod is stopped.
+            // Running: watch the process until it dies or the pod is stopped, and probe its
+            // readiness as the template's readiness probe says.
+            let probe = Probe::of(&self.ctx.deployment);
+            let mut next_probe = tokio::time::Instant::now() + probe.period;
+            let mut failures = 0_u32;
             let stopped = loop {
                 if let Some(stopped) = wait_or_stop(stop, LIVENESS_POLL).await {
                     break Some(stopped);
                 }
                 if !instance.is_running() {
                     break None;
+                }
+                if tokio::time::Instant::now() < next_probe {
+                    continue;
+                }
+                let answered = instance.wait_ready(probe.timeout).await.is_ok();
+                next_probe = tokio::time::Instant::now() + probe.period;
+                failures = if answered { 0 } else { failures + 1 };
+                let ready = self.report.ready();
+                let MysqlState::Running { started_at, pid, .. } = self.report.mysql.clone() else {
+                    continue;
+                };
+                if answered != ready && (answered || failures >= probe.failure_threshold) {
+                    info!(pod = %self.ctx.pod_name, ready = answered, "readiness changed");
+                    self.report(MysqlState::Running { started_at, pid, ready: answered }).await;
                 }
             };
             if let Some(stopped) = stopped {
@@ -352,6 +370,37 @@ impl Worker {
             }
         }
         Outcome::Done(stopped)
+    }
+}
+
+/// The `mysql` container's readiness probe, with Kubernetes' defaults.
+struct Probe {
+    period: Duration,
+    timeout: Duration,
+    failure_threshold: u32,
+}
+
+impl Probe {
+    fn of(deployment: &Deployment) -> Self {
+        let probe = deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.containers.iter().find(|c| c.name == containers::MYSQL))
+            .and_then(|container| container.readiness_probe.clone())
+            .unwrap_or_default();
+        let seconds = |value: Option<i32>, default: u64| {
+            value
+                .and_then(|value| u64::try_from(value).ok())
+                .filter(|value| *value > 0)
+                .unwrap_or(default)
+        };
+        Self {
+            period: Duration::from_secs(seconds(probe.period_seconds, 10)),
+            timeout: Duration::from_secs(seconds(probe.timeout_seconds, 1)),
+            failure_threshold: u32::try_from(seconds(probe.failure_threshold, 3)).unwrap_or(3),
+        }
     }
 }
 

@@ -118,7 +118,7 @@ async fn start() -> World {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data() {
+async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_claim_lives() {
     let World { lab, kubelet, client, hub, _root } = start().await;
 
     let group = GroupFixture::three_sites().build();
@@ -235,9 +235,28 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data() {
     assert_eq!(rows, 1, "the row written before the Deployment was deleted");
     operator.disconnect().await.unwrap();
 
+    // Deleting the claim too removes its folder; a new claim of the same name starts fresh.
     let third_pid = third.pid.unwrap();
+    let folder = third.data_dir.clone().unwrap();
+    deployments.delete(DEPLOYMENT, &DeleteParams::default()).await.unwrap();
+    claims.delete("mysql-orders-iad-data", &DeleteParams::default()).await.unwrap();
+    wait_for("the deleted claim's folder to go", || async {
+        (!process_exists(third_pid) && !folder.exists()).then_some(())
+    })
+    .await;
+    claims.create(&post, &objects.pvc).await.unwrap();
+    deployments.create(&post, &objects.deployment).await.unwrap();
+    let fourth = ready_pod(&kubelet, Some(third_pid)).await;
+    assert_ne!(fourth.data_dir, third.data_dir, "a new claim is a new folder");
+    let mut operator = connect(&kubelet, "mysql-orders-iad-internal", &OPERATOR).await;
+    let rows: u64 =
+        operator.query_first("SELECT COUNT(*) FROM app.ledger WHERE k = 1").await.unwrap().unwrap();
+    assert_eq!(rows, 0, "a fresh claim holds no rows");
+    operator.disconnect().await.unwrap();
+
+    let fourth_pid = fourth.pid.unwrap();
     kubelet.shutdown().await;
-    assert!(!process_exists(third_pid), "shutdown leaves no mysqld behind");
+    assert!(!process_exists(fourth_pid), "shutdown leaves no mysqld behind");
     hub.shutdown();
     lab.stop().await.unwrap();
 }
@@ -309,6 +328,29 @@ async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selec
         (server_id(addr).await == Some(102)).then_some(())
     })
     .await;
+
+    // A frozen server (SIGSTOP) fails its readiness probe: the Pod turns NotReady and the
+    // -primary Service loses its endpoint; thawed, it is Ready again.
+    let pdx_pid = pdx_pod.pid.unwrap().to_string();
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill").args([name, pdx_pid.as_str()]).status();
+        assert!(sent.unwrap().success(), "kill {name} {pdx_pid}");
+    };
+    signal("-STOP");
+    wait_for("frozen pdx to turn NotReady", || async {
+        kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| !pod.ready)
+    })
+    .await;
+    wait_for("the -primary Service to lose its endpoint", || async {
+        resolver.resolve(NAMESPACE, "mysql-orders-primary", ports::MYSQL).is_none().then_some(())
+    })
+    .await;
+    signal("-CONT");
+    let thawed = wait_for("thawed pdx to be Ready again", || async {
+        kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| pod.ready)
+    })
+    .await;
+    assert_eq!(thawed.restart_count, 0, "a frozen server is not restarted");
 
     let pids: Vec<u32> = kubelet.pods().values().filter_map(|pod| pod.pid).collect();
     assert_eq!(pids.len(), 2);

@@ -174,7 +174,9 @@ pub(crate) fn issue_client_certificate(
     if groups.len() > MAX_CERTIFICATE_GROUPS {
         return Err(Error::InvalidIdentity {
             message: format!(
-                "a lab client certificate carries at most {MAX_CERTIFICATE_GROUPS} groups, {} were asked for {user}; give a token user more groups with LabConfig::with_user_in_groups",
+                "a lab client certificate carries at most {MAX_CERTIFICATE_GROUPS} groups, {} \
+                    were asked for {user}; give a token user more groups with \
+                    LabConfig::with_user_in_groups",
                 groups.len()
             ),
         });

@@ -1,7 +1,7 @@
 //! Just enough of Kubernetes' protobuf encoding to read a `SelfSubjectAccessReview` spec:
-//! kubectl 1.33 and later send built-in kinds as protobuf (and accept JSON answers). The
-//! envelope is `k8s\0` + `runtime.Unknown { typeMeta = 1, raw = 2, ... }`; field numbers
-//! are those of k8s.io/api/authorization/v1/generated.proto.
+//! recent kubectl (1.36; not 1.20) sends built-in kinds as protobuf (and accepts JSON
+//! answers). The envelope is `k8s\0` + `runtime.Unknown { typeMeta = 1, raw = 2, ... }`;
+//! field numbers are those of k8s.io/api/authorization/v1/generated.proto.
 
 use serde_json::{Map, Value, json};
 

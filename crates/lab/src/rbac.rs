@@ -143,14 +143,14 @@ impl Attributes {
                 path: text(non_resource, "path"),
                 ..Self::default()
             }),
-            (Some(_), Some(_)) => Err(
-                "spec.nonResourceAttributes: Invalid value: \"\": cannot be specified in combination with resourceAttributes"
-                    .to_string(),
-            ),
-            _ => Err(
-                "spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
-                    .to_string(),
-            ),
+            (Some(_), Some(_)) => {
+                Err("spec.nonResourceAttributes: Invalid value: \"\": cannot be specified in \
+                    combination with resourceAttributes"
+                    .to_string())
+            }
+            _ => Err("spec.resourceAttributes: Invalid value: \"null\": exactly one of \
+                    nonResourceAttributes or resourceAttributes must be specified"
+                .to_string()),
         }
     }
 }
@@ -696,7 +696,8 @@ subjects: [{ kind: User, name: carol }]
         assert!(list.allowed);
         assert_eq!(
             list.reason,
-            "RBAC: allowed by ClusterRoleBinding \"readers\" of ClusterRole \"reader\" to ServiceAccount \"console/ops\""
+            "RBAC: allowed by ClusterRoleBinding \"readers\" of ClusterRole \"reader\" to \
+                ServiceAccount \"console/ops\""
         );
         assert!(
             !decide(
@@ -807,12 +808,15 @@ subjects: [{ kind: User, name: carol }]
         assert_eq!(error.code, 403);
         assert_eq!(
             error.message,
-            "mysqlfailovergroups.shipstream.io \"g1\" is forbidden: User \"alice\" cannot patch resource \"mysqlfailovergroups\" in API group \"shipstream.io\" in the namespace \"ns1\""
+            "mysqlfailovergroups.shipstream.io \"g1\" is forbidden: User \"alice\" cannot \
+                patch resource \"mysqlfailovergroups\" in API group \"shipstream.io\" in the \
+                namespace \"ns1\""
         );
         let list = forbidden(&user, &resource("list", "", "nodes", "", ""), "");
         assert_eq!(
             list.message,
-            "nodes is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"
+            "nodes is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \
+                \"\" at the cluster scope"
         );
         let path =
             forbidden(&user, &Attributes::from_request("GET", "/metrics", &HashMap::new()), "");

@@ -32,7 +32,7 @@ fn review_of(path: &str) -> Option<(Review, &str, &str)> {
 }
 
 /// The review a request body carries: JSON, or the protobuf kubectl's typed clients send
-/// (1.33 and later), of which only the spec is read.
+/// (1.36 does; 1.20 sends JSON), of which only the spec is read.
 fn parse(body: &[u8], review: &Review) -> Result<Value, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad_request("the body of the request is empty"));

@@ -605,14 +605,16 @@ fn serve_resource(
             }
             let object = events_in(request, parse_body(body)?);
             let ctx = write_context(request, false)?;
-            let mut state = lock(&shared.state);
+            let mut state =
+                crate::validate::Locked::for_request(lock(&shared.state), &request.query);
             let created = state.create(info, version, namespace, object, &ctx, None)?;
             Ok(Served::Object(201, created))
         }
         (Method::PUT, Some(name)) => {
             let object = events_in(request, parse_body(body)?);
             let ctx = write_context(request, false)?;
-            let mut state = lock(&shared.state);
+            let mut state =
+                crate::validate::Locked::for_request(lock(&shared.state), &request.query);
             let updated =
                 state.update(info, version, namespace, name, object, subresource, &ctx, None)?;
             Ok(Served::Object(200, updated))
@@ -624,7 +626,8 @@ fn serve_resource(
                 return Err(unsupported_patch(true));
             }
             let ctx = write_context(request, patch_type == PatchType::Apply)?;
-            let mut state = lock(&shared.state);
+            let mut state =
+                crate::validate::Locked::for_request(lock(&shared.state), &request.query);
             if patch_type == PatchType::Apply {
                 let applied = parse_body(body)?;
                 if !applied.is_object() {

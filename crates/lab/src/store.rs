@@ -61,6 +61,9 @@ pub(crate) struct State {
     /// Set by `Lab::insert_unvalidated` around its write: no schema or CEL validation, no
     /// pruning (objects an older or newer operator could have written).
     pub unvalidated: bool,
+    /// Set around a request with `fieldValidation=Strict`: unknown fields are refused (400)
+    /// instead of pruned.
+    pub strict_fields: bool,
 }
 
 /// The `metadata` object of a JSON object (created when missing); `None` for a non-object.
@@ -195,6 +198,7 @@ impl State {
             history_floor: 1,
             sender,
             unvalidated: false,
+            strict_fields: false,
         };
         for name in INITIAL_NAMESPACES {
             state.resource_version += 1;
@@ -502,7 +506,15 @@ impl State {
         }
         self.admit_create(info, &mut object)?;
         if !self.unvalidated {
-            crate::validate::admit(info, version, &name, &mut object, None, None)?;
+            crate::validate::admit(
+                info,
+                version,
+                &name,
+                &mut object,
+                None,
+                None,
+                self.strict_fields,
+            )?;
         }
         let managed_fields = match &applied {
             Some(applied) => managed::apply_entries_for_create(info, version, applied, ctx),
@@ -684,7 +696,15 @@ impl State {
             metadata.remove("selfLink");
         }
         if !self.unvalidated {
-            crate::validate::admit(info, version, name, &mut object, Some(&old), subresource)?;
+            crate::validate::admit(
+                info,
+                version,
+                name,
+                &mut object,
+                Some(&old),
+                subresource,
+                self.strict_fields,
+            )?;
         }
         if meta_str(&old, "deletionTimestamp").is_some() {
             let before: BTreeSet<String> = finalizers(&old).into_iter().collect();

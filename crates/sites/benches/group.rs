@@ -49,6 +49,16 @@ fn main() {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             let ready = started.elapsed();
+            for site in group.sites() {
+                let rss = site.instance.pid().and_then(|pid| {
+                    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                    status
+                        .lines()
+                        .find(|l| l.starts_with("VmRSS:"))
+                        .map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_owned())
+                });
+                println!("  site {}: VmRSS {} kB", site.name, rss.unwrap_or_else(|| "?".into()));
+            }
             let torn = Instant::now();
             drop(group);
             println!(
@@ -64,6 +74,12 @@ fn main() {
     let (min, max) = (times[0], times[times.len() - 1]);
     println!(
         "group/ready_3_sites: median {median:?}, min {min:?}, max {max:?} over {rounds} rounds (goal <= 10 s)"
+    );
+    println!(
+        "BENCH bloodraven-sites/group_ready_3_sites {:.2} s goal=≤_10_s rounds={rounds} min={:.2}s max={:.2}s",
+        median.as_secs_f64(),
+        min.as_secs_f64(),
+        max.as_secs_f64()
     );
     if median > Duration::from_secs(10) {
         println!("group/ready_3_sites: over the 10 s goal");

@@ -126,3 +126,17 @@ impl SitesError {
 
 /// Shorthand.
 pub type Result<T, E = SitesError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unprovisioned_mysql_names_the_script() {
+        let text = SitesError::NotProvisioned { var: "BLOODRAVEN_MYSQLD" }.to_string();
+        assert!(
+            text.contains("BLOODRAVEN_MYSQLD") && text.contains("source scripts/provision.sh"),
+            "{text}"
+        );
+    }
+}

@@ -65,7 +65,9 @@ pub enum ProxyError {
         name: String,
     },
     /// The hub was shut down.
-    #[error("the proxy hub is shut down; link {name:?} cannot be changed; start a new hub")]
+    #[error(
+        "the proxy hub is shut down; link {name:?} cannot be created or changed; start a new hub"
+    )]
     Stopped {
         /// The link name.
         name: String,
@@ -111,12 +113,17 @@ struct LinkState {
 pub struct ProxyHub {
     runtime: Handle,
     links: Mutex<BTreeMap<String, Link>>,
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl ProxyHub {
     /// A hub whose links run on `runtime`.
     pub fn new(runtime: Handle) -> Self {
-        Self { runtime, links: Mutex::new(BTreeMap::new()) }
+        Self {
+            runtime,
+            links: Mutex::new(BTreeMap::new()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// A hub on the tokio runtime this is called from.
@@ -136,10 +143,13 @@ impl ProxyHub {
     ///
     /// # Errors
     /// [`ProxyError::DuplicateLink`] if the name is taken, [`ProxyError::Bind`] if no port can
-    /// be bound.
+    /// be bound, [`ProxyError::Stopped`] after [`ProxyHub::shutdown`].
     pub fn link(&self, name: impl Into<String>, upstream: SocketAddr) -> Result<Link, ProxyError> {
         let name = name.into();
         let mut links = self.lock();
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(ProxyError::Stopped { name });
+        }
         if links.contains_key(&name) {
             return Err(ProxyError::DuplicateLink { name });
         }
@@ -185,7 +195,9 @@ impl ProxyHub {
     /// Stops every link: ports stop listening (refused), live connections are reset. Link
     /// handles stay readable (address, log) but cannot be changed.
     pub fn shutdown(&self) {
-        for link in self.lock().values() {
+        let links = self.lock();
+        self.stopped.store(true, Ordering::SeqCst);
+        for link in links.values() {
             link.stop();
         }
     }

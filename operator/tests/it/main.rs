@@ -5,4 +5,5 @@
     reason = "test helpers; a failing unwrap is a test failure with a line number"
 )]
 
+mod live;
 mod topology_plan;

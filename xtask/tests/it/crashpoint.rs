@@ -88,18 +88,18 @@ fn no_member_compiles_crash_points_into_a_normal_build() {
         "{CRATE} is not a workspace member; this rule checks nothing"
     );
     let found: Vec<String> = members.iter().flat_map(violations).collect();
-    assert!(found.is_empty(), "crash points must be compiled out of normal builds:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "crash points must be compiled out of normal builds:\n{}",
+        found.join("\n")
+    );
 }
 
 /// The rule itself, on made-up manifests: it must flag what it exists to flag.
 #[test]
 fn the_rule_flags_normal_dependencies_and_default_features_only() {
-    let dep = |kind: Value, features: Value, rename: Value| {
-        json!({"name": CRATE, "kind": kind, "features": features, "rename": rename})
-    };
-    let package = |dependencies: Vec<Value>, features: Value| {
-        json!({"name": "bloodraven-operator", "dependencies": dependencies, "features": features})
-    };
+    let dep = |kind: Value, features: Value, rename: Value| json!({"name": CRATE, "kind": kind, "features": features, "rename": rename});
+    let package = |dependencies: Vec<Value>, features: Value| json!({"name": "bloodraven-operator", "dependencies": dependencies, "features": features});
     let allowed = [
         package(vec![dep(Value::Null, json!([]), Value::Null)], json!({"default": []})),
         package(vec![dep(json!("dev"), json!([FEATURE]), Value::Null)], json!({"default": []})),

@@ -13,11 +13,18 @@ use std::path::Path;
 use std::process::Command;
 
 /// Crates that exist only for tests, labs and drills.
-const TEST_ONLY_CRATES: &[&str] =
-    &["bloodraven-lab", "bloodraven-testkit", "bloodraven-sites", "bloodraven-drill"];
+const TEST_ONLY_CRATES: &[&str] = &[
+    "bloodraven-lab",
+    "bloodraven-kubelet",
+    "bloodraven-testkit",
+    "bloodraven-sites",
+    "bloodraven-drill",
+];
 
-/// Features that switch test or fixture code on in a library.
-const TEST_ONLY_FEATURES: &[&str] = &["fixtures", "test-support", "test-fixtures"];
+/// Features that switch test or fixture code on in a library (`crash-points` makes
+/// `bloodraven-crashpoint` abort the process; `crashpoint.rs` checks how members declare it,
+/// this rule what the shipped graphs resolve).
+const TEST_ONLY_FEATURES: &[&str] = &["fixtures", "test-support", "test-fixtures", "crash-points"];
 
 /// Shipped binaries and the `cargo tree` flags they are built with.
 const SHIPPED: &[(&str, &[&str])] = &[
@@ -27,7 +34,7 @@ const SHIPPED: &[(&str, &[&str])] = &[
 ];
 
 /// Package name → enabled features, over the normal dependency graph of `package`.
-fn normal_graph(package: &str, flags: &[&str]) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn normal_graph(package: &str, flags: &[&str]) -> BTreeMap<String, Vec<String>> {
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the root");
     let output = Command::new(cargo)

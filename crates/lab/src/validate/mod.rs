@@ -44,12 +44,23 @@ impl Compiled {
     /// `old` the stored object for updates; `status_only` for `/status` writes, whose
     /// schema checks and pruning cover `status` alone (CEL rules see the whole object).
     /// Returns the field errors, empty when the write is valid.
+    #[cfg(test)]
     pub(crate) fn check(
         &self,
         object: &mut Value,
         old: Option<&Value>,
         status_only: bool,
     ) -> Vec<FieldError> {
+        self.check_pruned(object, old, status_only).0
+    }
+
+    /// `check`, also returning the paths of the pruned fields.
+    pub(crate) fn check_pruned(
+        &self,
+        object: &mut Value,
+        old: Option<&Value>,
+        status_only: bool,
+    ) -> (Vec<FieldError>, Vec<String>) {
         let mut errors = Vec::new();
         let mut pruned = Vec::new();
         if status_only {
@@ -75,7 +86,7 @@ impl Compiled {
                 Some(Value::Null),
                 "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_string(),
             ));
-            return errors;
+            return (errors, pruned);
         }
         let outcome = CEL.with(|validator| validator.validate_compiled(&self.rules, object, old));
         if let Err(failures) = outcome {
@@ -85,7 +96,7 @@ impl Compiled {
                 }
             }
         }
-        errors
+        (errors, pruned)
     }
 
     /// A failed rule as the API server reports it; `None` when it is ratcheted (an unchanged
@@ -160,7 +171,8 @@ pub(crate) fn for_version<'a>(info: &'a ResourceInfo, version: &str) -> Option<&
         .map(|compiled| &**compiled)
 }
 
-/// Validates a create or an update of a custom resource; 422 `Invalid` with every cause.
+/// Validates a create or an update of a custom resource; 422 `Invalid` with every cause, or
+/// with `strict_fields` (`fieldValidation=Strict`) 400 for fields the schema does not declare.
 pub(crate) fn admit(
     info: &ResourceInfo,
     version: &str,
@@ -168,9 +180,20 @@ pub(crate) fn admit(
     object: &mut Value,
     old: Option<&Value>,
     subresource: Option<&str>,
+    strict_fields: bool,
 ) -> Result<(), ApiError> {
     let Some(compiled) = for_version(info, version) else { return Ok(()) };
-    let errors = compiled.check(object, old, subresource == Some("status"));
+    let (errors, pruned) = compiled.check_pruned(object, old, subresource == Some("status"));
+    if strict_fields && !pruned.is_empty() {
+        // As the API server's strict decoding, before any validation.
+        let fields: Vec<String> =
+            pruned.iter().map(|path| format!("unknown field {}", field::go_quote(path))).collect();
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            fields.join(", "),
+            kind = info.kind,
+        )));
+    }
     if errors.is_empty() {
         return Ok(());
     }
@@ -178,7 +201,8 @@ pub(crate) fn admit(
 }
 
 /// The store, locked, with validation off for as long as it is held when `validate` is false
-/// (`Lab::insert_unvalidated`); dropping it turns validation back on.
+/// (`Lab::insert_unvalidated`), or strict about unknown fields for one request; dropping it
+/// restores the defaults.
 pub(crate) struct Locked<'a> {
     state: std::sync::MutexGuard<'a, State>,
 }
@@ -186,6 +210,15 @@ pub(crate) struct Locked<'a> {
 impl<'a> Locked<'a> {
     pub(crate) fn new(mut state: std::sync::MutexGuard<'a, State>, validate: bool) -> Self {
         state.unvalidated = !validate;
+        Self { state }
+    }
+
+    /// The store for one write request: `fieldValidation=Strict` refuses unknown fields.
+    pub(crate) fn for_request(
+        mut state: std::sync::MutexGuard<'a, State>,
+        query: &std::collections::HashMap<String, String>,
+    ) -> Self {
+        state.strict_fields = query.get("fieldValidation").is_some_and(|mode| mode == "Strict");
         Self { state }
     }
 }
@@ -207,6 +240,7 @@ impl std::ops::DerefMut for Locked<'_> {
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         self.state.unvalidated = false;
+        self.state.strict_fields = false;
     }
 }
 

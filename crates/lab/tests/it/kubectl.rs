@@ -399,6 +399,14 @@ async fn kubectl_1_36_shows_the_validation_refusal() {
             "{stderr}"
         );
         assert!(lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some("default"), "broken").is_none());
+        // kubectl 1.27+ asks for strict field validation: an unknown field is a 400.
+        let mut group = crate::validation::group_with_string_sites("unknown");
+        group["spec"]["sites"] = serde_json::json!([]);
+        group["spec"]["bogus"] = serde_json::json!(true);
+        let path = kubectl.write("unknown.json", &group.to_string());
+        let (ok, _, stderr) = kubectl.run_status(&["create", "-f", &path]);
+        assert!(!ok, "refused");
+        assert!(stderr.contains("strict decoding error: unknown field \"spec.bogus\""), "{stderr}");
     })
     .await;
 }

@@ -125,19 +125,26 @@ async fn a_service_account_bound_to_a_read_only_role_may_list_but_not_patch() {
         assert_eq!(
             allowed.reason.as_deref(),
             Some(
-                "RBAC: allowed by ClusterRoleBinding \"widget-readers\" of ClusterRole \"widget-reader\" to ServiceAccount \"reader/default\""
+                "RBAC: allowed by ClusterRoleBinding \"widget-readers\" of ClusterRole \
+                    \"widget-reader\" to ServiceAccount \"reader/default\""
             )
         );
 
-        let refused = api.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap_err();
+        let refused =
+            api.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap_err();
         let status = api_status(refused);
         assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
         assert_eq!(
             status.message,
-            "widgets.lab.bloodraven.test \"w1\" is forbidden: User \"system:serviceaccount:default:reader\" cannot patch resource \"widgets\" in API group \"lab.bloodraven.test\" in the namespace \"default\""
+            "widgets.lab.bloodraven.test \"w1\" is forbidden: User \
+                \"system:serviceaccount:default:reader\" cannot patch resource \"widgets\" in \
+                API group \"lab.bloodraven.test\" in the namespace \"default\""
         );
         let details = status.details.unwrap();
-        assert_eq!((details.name.as_str(), details.group.as_str(), details.kind.as_str()), ("w1", "lab.bloodraven.test", "widgets"));
+        assert_eq!(
+            (details.name.as_str(), details.group.as_str(), details.kind.as_str()),
+            ("w1", "lab.bloodraven.test", "widgets")
+        );
         let denied = may_i(&client, widgets("patch", "default", Some("w1"))).await;
         assert!(!denied.allowed, "{denied:?}");
         assert_eq!(denied.denied, None);
@@ -160,20 +167,36 @@ async fn a_service_account_bound_to_a_read_only_role_may_list_but_not_patch() {
         let requests = lab.requests();
         let reviews: Vec<_> = requests
             .iter()
-            .filter(|request| request.resource.as_deref().is_some_and(|resource| resource.starts_with("self")))
+            .filter(|request| {
+                request.resource.as_deref().is_some_and(|resource| resource.starts_with("self"))
+            })
             .collect();
         assert_eq!(reviews.len(), 3, "{reviews:#?}");
         for review in &reviews {
-            assert_eq!((review.verb.as_str(), review.method.as_str(), review.status), ("create", "POST", 201));
+            assert_eq!(
+                (review.verb.as_str(), review.method.as_str(), review.status),
+                ("create", "POST", 201)
+            );
             assert_eq!(review.user, "system:serviceaccount:default:reader");
         }
-        assert!(reviews.iter().any(|review| review.path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"));
-        assert!(reviews.iter().any(|review| review.path == "/apis/authentication.k8s.io/v1/selfsubjectreviews"));
+        assert!(
+            reviews
+                .iter()
+                .any(|review| review.path
+                    == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+        );
+        assert!(
+            reviews
+                .iter()
+                .any(|review| review.path == "/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        );
         assert!(requests.iter().any(|request| request.verb == "patch" && request.status == 403));
 
         // Deleting the ServiceAccount invalidates its token.
         lab.delete("v1", "ServiceAccount", Some("default"), "reader").unwrap();
-        let status = api_status(api.create(&PostParams::default(), &SelfSubjectReview::default()).await.unwrap_err());
+        let status = api_status(
+            api.create(&PostParams::default(), &SelfSubjectReview::default()).await.unwrap_err(),
+        );
         assert_eq!(status.code, 401);
         lab.stop().await.unwrap();
     })
@@ -190,7 +213,9 @@ async fn a_role_binding_grants_only_its_namespace_its_resource_names_and_subreso
 
         // resourceNames: w1 only.
         default.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap();
-        let status = api_status(default.patch("w2", &PatchParams::default(), &color_patch("blue")).await.unwrap_err());
+        let status = api_status(
+            default.patch("w2", &PatchParams::default(), &color_patch("blue")).await.unwrap_err(),
+        );
         assert_eq!(status.code, 403, "{status:?}");
         assert!(!may_i(&client, widgets("patch", "default", Some("w2"))).await.allowed);
         assert!(may_i(&client, widgets("patch", "default", Some("w1"))).await.allowed);
@@ -200,24 +225,36 @@ async fn a_role_binding_grants_only_its_namespace_its_resource_names_and_subreso
         assert_eq!(one.items.len(), 1);
 
         // Only in the RoleBinding's namespace.
-        let status = api_status(ns2.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap_err());
+        let status = api_status(
+            ns2.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap_err(),
+        );
         assert_eq!(
             status.message,
-            "widgets.lab.bloodraven.test \"w1\" is forbidden: User \"alice\" cannot patch resource \"widgets\" in API group \"lab.bloodraven.test\" in the namespace \"ns2\""
+            "widgets.lab.bloodraven.test \"w1\" is forbidden: User \"alice\" cannot patch \
+                resource \"widgets\" in API group \"lab.bloodraven.test\" in the namespace \
+                \"ns2\""
         );
         assert!(!may_i(&client, widgets("patch", "ns2", Some("w1"))).await.allowed);
 
         // The status subresource: any widget's, not the main resource.
         let status_patch = Patch::Merge(json!({ "status": { "phase": "Ready" } }));
         default.patch_status("w2", &PatchParams::default(), &status_patch).await.unwrap();
-        let attributes = ResourceAttributes { subresource: Some("status".to_string()), ..widgets("patch", "default", Some("w2")) };
+        let attributes = ResourceAttributes {
+            subresource: Some("status".to_string()),
+            ..widgets("patch", "default", Some("w2"))
+        };
         assert!(may_i(&client, attributes).await.allowed);
-        let status = api_status(ns2.patch_status("w1", &PatchParams::default(), &status_patch).await.unwrap_err());
+        let status = api_status(
+            ns2.patch_status("w1", &PatchParams::default(), &status_patch).await.unwrap_err(),
+        );
         assert!(status.message.contains("cannot patch resource \"widgets/status\""), "{status:?}");
 
         // Nothing else: core resources, and non-resource paths beyond discovery.
         let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-        assert_eq!(api_status(configmaps.list(&ListParams::default()).await.unwrap_err()).code, 403);
+        assert_eq!(
+            api_status(configmaps.list(&ListParams::default()).await.unwrap_err()).code,
+            403
+        );
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
                 non_resource_attributes: Some(NonResourceAttributes {
@@ -344,7 +381,8 @@ async fn impersonation_needs_the_impersonate_verb_and_serves_as_the_impersonated
         assert_eq!(status.code, 403);
         assert_eq!(
             status.message,
-            "users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+            "users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" \
+                in API group \"\" at the cluster scope"
         );
 
         let root = client_from(&impersonating(&lab, "root", reader)).await;
@@ -364,7 +402,9 @@ async fn impersonation_needs_the_impersonate_verb_and_serves_as_the_impersonated
             api.patch("w1", &PatchParams::default(), &color_patch("blue")).await.unwrap_err(),
         );
         assert!(status.message.contains(&format!("User \"{reader}\" cannot patch")), "{status:?}");
-        assert!(lab.requests().iter().any(|request| request.user == reader && request.status == 403));
+        assert!(
+            lab.requests().iter().any(|request| request.user == reader && request.status == 403)
+        );
         lab.stop().await.unwrap();
     })
     .await;

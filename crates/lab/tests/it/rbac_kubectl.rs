@@ -87,7 +87,9 @@ fn scenario(lab: &Lab, program: &PathBuf, whoami: bool) {
     assert!(!ok);
     assert!(
         stderr.contains(
-            "Error from server (Forbidden): widgets.lab.bloodraven.test \"w1\" is forbidden: User \"bob\" cannot patch resource \"widgets\" in API group \"lab.bloodraven.test\" in the namespace \"default\""
+            "Error from server (Forbidden): widgets.lab.bloodraven.test \"w1\" is forbidden: \
+                User \"bob\" cannot patch resource \"widgets\" in API group \
+                \"lab.bloodraven.test\" in the namespace \"default\""
         ),
         "{stderr}"
     );

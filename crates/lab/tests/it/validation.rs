@@ -5,7 +5,7 @@
 
 use bloodraven_crd::fixtures::GroupFixture;
 use bloodraven_lab::{Error, Lab, LabConfig};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
@@ -154,6 +154,38 @@ async fn status_writes_check_the_status_and_main_writes_ignore_it() {
             .await
             .unwrap();
         assert_eq!(patched.data["status"], json!({ "phase": "Ready" }));
+        lab.stop().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_that_are_otherwise_pruned() {
+    bounded(async {
+        let lab = lab().await;
+        let api = widgets(client(&lab).await);
+        let applied = |spec: Value| {
+            Patch::Apply(json!({
+                "apiVersion": "lab.bloodraven.test/v1", "kind": "Widget",
+                "metadata": { "name": "w" }, "spec": spec,
+            }))
+        };
+        let strict = PatchParams::apply("test").validation(ValidationDirective::Strict);
+        let error = api
+            .patch("w", &strict, &applied(json!({ "color": "red", "shade": "dark" })))
+            .await
+            .unwrap_err();
+        let status = api_status(error);
+        assert_eq!(status.code, 400, "{status:?}");
+        assert_eq!(
+            status.message,
+            "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.shade\""
+        );
+        let pruned = api
+            .patch("w", &PatchParams::apply("test"), &applied(json!({ "color": "red", "shade": "dark" })))
+            .await
+            .unwrap();
+        assert_eq!(pruned.data["spec"], json!({ "color": "red" }));
         lab.stop().await.unwrap();
     })
     .await;

@@ -1,5 +1,5 @@
 //! The real `mysqld` runner: one private instance per [`Instance`], copied from the shared
-//! [`Template`](crate::template::Template), on 127.0.0.1.
+//! [`Template`], on 127.0.0.1.
 //!
 //! - [`dist`]: where the unpacked MySQL lives (`BLOODRAVEN_MYSQL*`).
 //! - `config`: the generated `my.cnf`.

@@ -119,3 +119,32 @@ async fn stop_restart_kill_freeze_and_drop_cleanup() {
     assert!(!dir.exists(), "drop removes the folder");
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "drop kills mysqld");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_folder_is_reused_like_a_pvc_and_extra_options_win() {
+    let (dist, template) = dist_and_template().await;
+    let parent = tempfile::Builder::new().prefix("brpvc-").tempdir().unwrap();
+    let dir = parent.path().join("site");
+    let mut spec = InstanceSpec::new("pvc", 21);
+    spec.dir = Some(dir.clone());
+    spec.keep_on_drop = true;
+    spec.extra_options = vec![("read_only".into(), "ON".into())];
+    let mut first = Instance::create(&dist, &template, spec.clone()).await.unwrap();
+    first.start_and_wait(READY).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.read_only().await.unwrap(), "the caller's option comes last and wins");
+    first.set_super_read_only(false).await.unwrap();
+    first
+        .execute(&["INSERT INTO app.ledger (k, writer, written_at_us) VALUES (1, 't', 0)"])
+        .await
+        .unwrap();
+    let (uuid, gtids) = (first.server_uuid().await.unwrap(), first.gtid_executed().await.unwrap());
+    drop(first);
+    assert!(dir.join("data").exists(), "keep_on_drop keeps the folder");
+
+    // A new Instance on the same folder reuses the data directory (same server, same history).
+    let mut second = Instance::create(&dist, &template, spec).await.unwrap();
+    second.start_and_wait(READY).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(second.server_uuid().await.unwrap(), uuid);
+    assert_eq!(second.gtid_executed().await.unwrap(), gtids);
+    second.kill().await.unwrap();
+}

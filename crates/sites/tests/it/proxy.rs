@@ -31,10 +31,10 @@ impl Echo {
             loop {
                 let Ok((mut stream, _)) = listener.accept().await else { return };
                 tokio::spawn(async move {
-                    if let Some(greeting) = greeting {
-                        if stream.write_all(greeting).await.is_err() {
-                            return;
-                        }
+                    if let Some(greeting) = greeting
+                        && stream.write_all(greeting).await.is_err()
+                    {
+                        return;
                     }
                     let (mut read, mut write) = stream.split();
                     let _ = tokio::io::copy(&mut read, &mut write).await;
@@ -318,6 +318,8 @@ async fn the_hub_names_links_once_and_stops_them_on_shutdown() {
 
     let mut live = connect(&link).await;
     round_trip(&mut live, b"hi").await;
+    hub.shutdown();
+    assert!(matches!(hub.link("late", echo.addr), Err(ProxyError::Stopped { .. })));
     drop(hub);
     let error = read_to_end(&mut live).await.unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::ConnectionReset, "{error}");

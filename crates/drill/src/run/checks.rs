@@ -1,0 +1,275 @@
+//! `wait` and `assert`: evaluate a check against the world, saying what was seen.
+
+use std::time::{Duration, Instant};
+
+use bloodraven_gtid::GtidSet;
+use bloodraven_sites::accounts::APPLICATION;
+use bloodraven_sites::ledger::FailureKind;
+use bloodraven_sites::workload::verify_at;
+use mysql_async::prelude::Queryable as _;
+
+use super::{StepError, World, describe};
+use crate::model::{Check, FailureKindName, GtidRelation, GtidSource, WorkloadCheck};
+
+/// Bound on one evaluation: a frozen site must not hang the drill.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Pause between evaluations of a `wait`.
+const POLL: Duration = Duration::from_millis(200);
+
+/// What one evaluation found.
+struct Seen {
+    holds: bool,
+    seen: String,
+}
+
+/// Workload counters when a step began (for `wait: {until: {workload: …}}`).
+#[derive(Clone, Copy, Default)]
+struct Base {
+    acknowledged: u64,
+    failed: u64,
+}
+
+pub(super) async fn wait(
+    world: &World,
+    check: &Check,
+    timeout: Duration,
+) -> Result<String, StepError> {
+    let base = match &world.workload {
+        Some((_, w)) => Base { acknowledged: w.acknowledged(), failed: w.failed() },
+        None => Base::default(),
+    };
+    let started = Instant::now();
+    loop {
+        let last = match probe(world, check, base).await {
+            Ok(s) if s.holds => {
+                return Ok(format!(
+                    "{} after {:.1?}: {}",
+                    describe(check),
+                    started.elapsed(),
+                    s.seen
+                ));
+            }
+            Ok(s) => s.seen,
+            Err(e) => e.to_string(),
+        };
+        if started.elapsed() >= timeout {
+            return Err(StepError::Failed(format!(
+                "waited {timeout:?} for {}, last seen: {last}",
+                describe(check)
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+pub(super) async fn assert(world: &World, check: &Check) -> Result<String, StepError> {
+    let s = probe(world, check, Base::default()).await?;
+    if s.holds {
+        Ok(format!("{} holds: {}", describe(check), s.seen))
+    } else {
+        Err(StepError::Failed(format!("expected {}, saw: {}", describe(check), s.seen)))
+    }
+}
+
+async fn probe(world: &World, check: &Check, base: Base) -> Result<Seen, StepError> {
+    match tokio::time::timeout(PROBE_TIMEOUT, evaluate(world, check, base)).await {
+        Ok(r) => r,
+        Err(_) => Ok(Seen { holds: false, seen: format!("no answer within {PROBE_TIMEOUT:?}") }),
+    }
+}
+
+async fn gtids(world: &World, source: &GtidSource) -> Result<GtidSet, StepError> {
+    match source {
+        GtidSource::Site(site) => Ok(world.group()?.site(site)?.instance.gtid_executed().await?),
+        GtidSource::Recorded(name) => world
+            .recorded
+            .get(name)
+            .cloned()
+            .ok_or_else(|| StepError::Failed(format!("nothing recorded as {name:?}"))),
+    }
+}
+
+fn kind(name: FailureKindName) -> FailureKind {
+    match name {
+        FailureKindName::SuperReadOnly => FailureKind::SuperReadOnly,
+        FailureKindName::ReadOnly => FailureKind::ReadOnly,
+        FailureKindName::OfflineMode => FailureKind::OfflineMode,
+        FailureKindName::Connection => FailureKind::Connection,
+        FailureKindName::Timeout => FailureKind::Timeout,
+        FailureKindName::Server => FailureKind::Server,
+    }
+}
+
+async fn evaluate(world: &World, check: &Check, base: Base) -> Result<Seen, StepError> {
+    match check {
+        Check::Replica(c) => {
+            let st = world.group()?.site(&c.site)?.instance.replica_status().await?;
+            let Some(st) = st else {
+                return Ok(Seen { holds: false, seen: format!("{}: no replication", c.site) });
+            };
+            let holds = c.io.is_none_or(|io| st.io_running == io.as_str())
+                && c.sql.is_none_or(|sql| st.sql_running == sql.as_str());
+            Ok(Seen {
+                holds,
+                seen: format!(
+                    "{}: io={} sql={} io_state={:?} last_io_errno={} behind={:?}",
+                    c.site,
+                    st.io_running,
+                    st.sql_running,
+                    st.io_state,
+                    st.last_io_errno,
+                    st.seconds_behind_source
+                ),
+            })
+        }
+        Check::CaughtUp(c) => {
+            let group = world.group()?;
+            let with = c.with.clone().unwrap_or_else(|| group.primary().to_owned());
+            let want = group.site(&with)?.instance.gtid_executed().await?;
+            let have = group.site(&c.site)?.instance.gtid_executed().await?;
+            let missing = want.difference(&have);
+            Ok(Seen {
+                holds: missing.is_empty(),
+                seen: if missing.is_empty() {
+                    format!("{} has all of {with}'s {want}", c.site)
+                } else {
+                    format!("{} lacks {missing} of {with}", c.site)
+                },
+            })
+        }
+        Check::Flags(c) => {
+            let f = world.group()?.site(&c.site)?.instance.flags().await?;
+            let holds = c.read_only.is_none_or(|v| v == f.read_only)
+                && c.super_read_only.is_none_or(|v| v == f.super_read_only)
+                && c.offline_mode.is_none_or(|v| v == f.offline_mode);
+            Ok(Seen {
+                holds,
+                seen: format!(
+                    "{}: read_only={} super_read_only={} offline_mode={}",
+                    c.site, f.read_only, f.super_read_only, f.offline_mode
+                ),
+            })
+        }
+        Check::Gtid(c) => {
+            let a = gtids(world, &c.a).await?;
+            let b = gtids(world, &c.b).await?;
+            let holds = match c.relation {
+                GtidRelation::Subset => a.is_subset(&b),
+                GtidRelation::NotSubset => !a.is_subset(&b),
+                GtidRelation::Superset => a.is_superset(&b),
+                GtidRelation::Equal => a == b,
+            };
+            Ok(Seen { holds, seen: format!("a={a} b={b} a-b={}", a.difference(&b)) })
+        }
+        Check::GtidSubtract(c) => {
+            let a = gtids(world, &c.a).await?;
+            let b = gtids(world, &c.b).await?;
+            let want = match &c.equals {
+                Some(e) => gtids(world, e).await?,
+                None => GtidSet::new(),
+            };
+            let mut conn = world.group()?.site(&c.on)?.instance.root_conn().await?;
+            let sql = format!("SELECT GTID_SUBTRACT('{a}', '{b}')");
+            let got: Option<String> = conn
+                .query_first(sql.as_str())
+                .await
+                .map_err(|e| StepError::Failed(format!("{sql} on {}: {e}", c.on)))?;
+            let _ = conn.disconnect().await;
+            let text = got.unwrap_or_default();
+            let parsed: GtidSet = text
+                .replace('\n', "")
+                .parse()
+                .map_err(|e| StepError::Failed(format!("GTID_SUBTRACT gave {text:?}: {e}")))?;
+            Ok(Seen {
+                holds: parsed == want,
+                seen: format!(
+                    "GTID_SUBTRACT on {} = {:?} (want {:?})",
+                    c.on,
+                    parsed.to_string(),
+                    want.to_string()
+                ),
+            })
+        }
+        Check::Workload(c) => workload(world, c, base),
+        Check::Ledger(c) => {
+            let name = c.ledger.as_deref().unwrap_or(crate::DEFAULT_WORKLOAD);
+            let ledger = world
+                .ledgers
+                .get(name)
+                .ok_or_else(|| StepError::Failed(format!("no stopped ledger {name:?}")))?;
+            let group = world.group()?;
+            let site = c.site.clone().unwrap_or_else(|| group.primary().to_owned());
+            // Failure counts come from the ledger alone: no site needs to answer for them.
+            let reads_site = c.rpo_zero.is_some() || c.lost_equals.is_some();
+            let report = if reads_site {
+                verify_at(ledger, group.site(&site)?.app.addr(), &APPLICATION).await?
+            } else {
+                bloodraven_sites::ledger::verify(ledger, &[])
+            };
+            let mut problems = Vec::new();
+            if let Some(want) = c.rpo_zero
+                && report.rpo_zero() != want
+            {
+                problems.push(format!("rpoZero is {}", report.rpo_zero()));
+            }
+            if let Some(d) = &c.lost_equals {
+                let of = gtids(world, &GtidSource::Recorded(d.of.clone())).await?;
+                let minus = gtids(world, &GtidSource::Recorded(d.minus.clone())).await?;
+                let want = of.difference(&minus);
+                let lost = report.lost_gtids();
+                if lost != want {
+                    problems.push(format!(
+                        "lost GTIDs {lost}, expected {} - {} = {want}",
+                        d.of, d.minus
+                    ));
+                }
+            }
+            for (name, n) in &c.failures_at_least {
+                let got = report.failures.get(&kind(*name)).copied().unwrap_or(0);
+                if got < *n {
+                    problems.push(format!("{name:?} failures {got} < {n}"));
+                }
+            }
+            for (name, n) in &c.failures_at_most {
+                let got = report.failures.get(&kind(*name)).copied().unwrap_or(0);
+                if got > *n {
+                    problems.push(format!("{name:?} failures {got} > {n}"));
+                }
+            }
+            let found = if reads_site {
+                format!(
+                    "on {site}: {} present, {} lost ({}), {} in doubt, ",
+                    report.present,
+                    report.lost.len(),
+                    report.lost_gtids(),
+                    report.in_doubt.len()
+                )
+            } else {
+                String::new()
+            };
+            let seen = format!(
+                "ledger {name:?}: {} acknowledged, {found}failures {:?}{}",
+                report.acknowledged,
+                report.failures,
+                if problems.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", problems.join("; "))
+                }
+            );
+            Ok(Seen { holds: problems.is_empty(), seen })
+        }
+        Check::Status(_) | Check::Event(_) | Check::Outcome(_) => Err(StepError::Failed(
+            "reads the lab API server of the operator's world, which this run lacks".into(),
+        )),
+    }
+}
+
+fn workload(world: &World, c: &WorkloadCheck, base: Base) -> Result<Seen, StepError> {
+    let (name, w) =
+        world.workload.as_ref().ok_or_else(|| StepError::Failed("no workload runs".into()))?;
+    let acked = w.acknowledged().saturating_sub(base.acknowledged);
+    let failed = w.failed().saturating_sub(base.failed);
+    let holds = c.acknowledged.is_none_or(|n| acked >= n) && c.failed.is_none_or(|n| failed >= n);
+    Ok(Seen { holds, seen: format!("workload {name:?}: +{acked} acknowledged, +{failed} failed") })
+}

@@ -1,0 +1,9 @@
+//! Planner tests: the refusal order, every token, the document's worked examples, properties.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod examples;
+mod helpers;
+mod order;
+mod property;
+mod tokens;

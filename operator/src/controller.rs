@@ -1,0 +1,175 @@
+//! The `MysqlFailoverGroup` controller (kube-rs controller shape): `reconcile` applies the
+//! site workloads by server-side apply and makes sure the group's topology manager runs.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bloodraven_crd::MysqlFailoverGroup;
+use bloodraven_workloads::{Resolver, check_group, site_objects};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use crate::manager::{GroupKey, Published, Shared, Tuning, run_group};
+use crate::status::FIELD_MANAGER;
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The group has no namespace (a cluster-scoped copy cannot be reconciled).
+    #[error("the group has no metadata.namespace")]
+    NoNamespace,
+    /// The group's spec cannot be turned into workloads.
+    #[error("the group's spec cannot be built into workloads: {0}; fix the spec")]
+    Workload(#[from] bloodraven_workloads::WorkloadError),
+    /// The API server refused an apply.
+    #[error("applying {what}: {source}")]
+    Kube {
+        /// What.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The topology managers' shared state (client, resolver, recorder, tuning, published).
+    pub shared: Arc<Shared>,
+    tasks: Mutex<BTreeMap<GroupKey, JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Context").field("shared", &self.shared).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if let Ok(tasks) = self.tasks.lock() {
+            for task in tasks.values() {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Context {
+    /// A context for `client`, dialling Services through `resolver`.
+    pub fn new(
+        client: kube::Client,
+        resolver: Arc<dyn Resolver>,
+        tuning: Tuning,
+        instance: &str,
+    ) -> Self {
+        let reporter =
+            Reporter { controller: FIELD_MANAGER.to_owned(), instance: Some(instance.to_owned()) };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Self {
+            shared: Arc::new(Shared {
+                client,
+                resolver,
+                recorder,
+                tuning,
+                published: Published::default(),
+            }),
+            tasks: Mutex::default(),
+        }
+    }
+
+    /// Starts the group's topology manager unless it runs.
+    fn ensure_manager(&self, key: GroupKey) {
+        let Ok(mut tasks) = self.tasks.lock() else { return };
+        if tasks.get(&key).is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        tracing::info!(namespace = %key.namespace, group = %key.name, "starting topology manager");
+        let task = tokio::spawn(run_group(self.shared.clone(), key.clone()));
+        tasks.insert(key, task);
+    }
+}
+
+async fn apply<K>(client: &kube::Client, namespace: &str, object: &K) -> Result<(), Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + Serialize
+        + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let name = object.name_any();
+    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(object))
+        .await
+        .map(drop)
+        .map_err(|source| Error::Kube {
+            what: format!("{} {name}", K::kind(&K::DynamicType::default())),
+            source,
+        })
+}
+
+/// Applies every site's ConfigMap, PVC, Services and Deployment, then makes sure the topology
+/// manager runs. The `-primary` Service is the manager's: its selector follows the active site.
+pub async fn reconcile(
+    group: Arc<MysqlFailoverGroup>,
+    context: Arc<Context>,
+) -> Result<Action, Error> {
+    let namespace = group.namespace().ok_or(Error::NoNamespace)?;
+    check_group(&group)?;
+    let client = &context.shared.client;
+    for site in &group.spec.sites {
+        let objects = site_objects(&group, &site.name)?;
+        apply::<ConfigMap>(client, &namespace, &objects.configmap).await?;
+        apply::<PersistentVolumeClaim>(client, &namespace, &objects.pvc).await?;
+        apply::<Service>(client, &namespace, &objects.services.internal).await?;
+        apply::<Service>(client, &namespace, &objects.services.client).await?;
+        apply::<Deployment>(client, &namespace, &objects.deployment).await?;
+    }
+    context.ensure_manager(GroupKey { namespace, name: group.name_any() });
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+/// Retries a failed reconcile after 10 s.
+pub fn error_policy(
+    group: Arc<MysqlFailoverGroup>,
+    error: &Error,
+    _context: Arc<Context>,
+) -> Action {
+    tracing::warn!(group = %group.name_any(), %error, "reconcile failed");
+    Action::requeue(Duration::from_secs(10))
+}
+
+/// Runs the controller until the stream ends. `namespace`: watch one namespace, or all.
+pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
+    let client = context.shared.client.clone();
+    let groups: Api<MysqlFailoverGroup> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let deployments: Api<Deployment> = match namespace {
+        Some(namespace) => Api::namespaced(client, namespace),
+        None => Api::all(client),
+    };
+    Controller::new(groups, watcher::Config::default())
+        .owns(deployments, watcher::Config::default())
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => tracing::debug!(group = %object.name, "reconciled"),
+                Err(error) => tracing::debug!(%error, "reconcile error"),
+            }
+        })
+        .await;
+}

@@ -1,0 +1,502 @@
+//! The per-group topology manager: a tokio task per group that polls every `pollInterval`:
+//! observe → plan → apply → publish (the `-primary` Service, pod labels, status).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bloodraven_crd::MysqlFailoverGroup;
+use bloodraven_crd::group::{LastFailover, SiteState};
+use bloodraven_facts::site_facts;
+use bloodraven_gtid::GtidSet;
+use bloodraven_workloads::{Resolver, SiteNames, labels, ports, primary_service};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Resource, ResourceExt};
+use mysql_async::Pool;
+
+use crate::observe::{self, Account, Bounds, Pools};
+use crate::status::{FIELD_MANAGER, PollOutcome, render, time};
+use crate::topology::{Deferral, History, PlanInput, PromoteWhy, Step, plan};
+use crate::{apply, sql};
+
+/// Defaults of the spec fields the CRD does not carry yet (issue 12: `pollInterval`,
+/// `failureThreshold`, `recoveryThreshold`).
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// How often a group is polled.
+    pub poll_interval: Duration,
+    /// Unreachable polls before the active site counts as failed.
+    pub failure_threshold: u32,
+    /// Reachable polls before a read-only active site is re-asserted.
+    pub recovery_threshold: u32,
+    /// Connect and query bounds of one site read.
+    pub bounds: Bounds,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            poll_interval: Duration::from_secs(2),
+            failure_threshold: 3,
+            recovery_threshold: 2,
+            bounds: Bounds { connect: Duration::from_millis(1500), query: Duration::from_secs(2) },
+        }
+    }
+}
+
+/// A group's identity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupKey {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// What `/active-site` answers for a group.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveSnapshot {
+    /// The active site, when one is known.
+    pub active_site: Option<String>,
+    /// When the observation behind it was taken.
+    pub observed_at: Timestamp,
+    /// Incremented on every change of the active site seen by this operator process.
+    pub topology_generation: u64,
+}
+
+/// The latest active site of every group this process manages.
+pub type Published = Arc<Mutex<BTreeMap<GroupKey, ActiveSnapshot>>>;
+
+/// What every group task shares.
+pub struct Shared {
+    /// The Kubernetes client.
+    pub client: kube::Client,
+    /// Service names → addresses (production DNS, the lab's proxy links).
+    pub resolver: Arc<dyn Resolver>,
+    /// Events.
+    pub recorder: Recorder,
+    /// Defaults.
+    pub tuning: Tuning,
+    /// The latest published active site per group (served by `/active-site`).
+    pub published: Published,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Shared").field("tuning", &self.tuning).finish_non_exhaustive()
+    }
+}
+
+/// Why a poll could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum PollError {
+    /// The API server refused or failed a request.
+    #[error("{what}: {source}")]
+    Kube {
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The credentials Secret is missing or lacks a key.
+    #[error(
+        "credentials: {0}; create the Secret named by spec.credentials.operatorSecretName with \
+         keys username, password, MYSQL_REPLICATION_USER, MYSQL_REPLICATION_PASSWORD"
+    )]
+    Credentials(String),
+    /// A workload builder refused the group.
+    #[error("building the group's objects: {0}")]
+    Workload(#[from] bloodraven_workloads::WorkloadError),
+}
+
+fn kube_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> PollError {
+    let what = what.into();
+    move |source| PollError::Kube { what, source }
+}
+
+/// The operator's and the replication account.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    /// The operator's account.
+    pub operator: Account,
+    /// The account followers replicate as.
+    pub replication: Account,
+}
+
+fn secret_key(secret: &Secret, key: &str) -> Option<String> {
+    if let Some(value) = secret.data.as_ref().and_then(|data| data.get(key)) {
+        return String::from_utf8(value.0.clone()).ok();
+    }
+    secret.string_data.as_ref().and_then(|data| data.get(key)).cloned()
+}
+
+async fn credentials(
+    client: &kube::Client,
+    group: &MysqlFailoverGroup,
+) -> Result<Credentials, PollError> {
+    let namespace = group.namespace().unwrap_or_default();
+    let Some(spec) = group.spec.credentials.as_ref() else {
+        return Err(PollError::Credentials("spec.credentials is not set".to_owned()));
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let secret = secrets
+        .get_opt(&spec.operator_secret_name)
+        .await
+        .map_err(kube_error(format!("reading Secret {}", spec.operator_secret_name)))?
+        .ok_or_else(|| {
+            PollError::Credentials(format!(
+                "Secret {namespace}/{} not found",
+                spec.operator_secret_name
+            ))
+        })?;
+    let key = |name: &str| {
+        secret_key(&secret, name).ok_or_else(|| {
+            PollError::Credentials(format!(
+                "Secret {namespace}/{} has no key {name}",
+                spec.operator_secret_name
+            ))
+        })
+    };
+    Ok(Credentials {
+        operator: Account { user: key("username")?, password: key("password")? },
+        replication: Account {
+            user: key("MYSQL_REPLICATION_USER")?,
+            password: key("MYSQL_REPLICATION_PASSWORD")?,
+        },
+    })
+}
+
+/// The state one group task keeps between polls.
+#[derive(Debug, Default)]
+pub struct GroupState {
+    pools: Pools,
+    history: History,
+    last_alerts: Vec<String>,
+}
+
+/// Runs the topology manager of one group until the group is deleted.
+pub async fn run_group(shared: Arc<Shared>, key: GroupKey) {
+    let mut state = GroupState::default();
+    loop {
+        let started = Instant::now();
+        match poll_once(&shared, &key, &mut state).await {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(error) => tracing::warn!(
+                namespace = %key.namespace, group = %key.name, %error, "topology poll failed"
+            ),
+        }
+        let interval = shared.tuning.poll_interval;
+        tokio::time::sleep(interval.saturating_sub(started.elapsed())).await;
+    }
+    tracing::info!(namespace = %key.namespace, group = %key.name, "group gone; manager stops");
+    state.pools.close().await;
+}
+
+fn update_history(history: &mut History, facts: &[bloodraven_facts::SiteFacts]) {
+    for fact in facts {
+        match fact.state {
+            SiteState::Unreachable => {
+                *history.unreachable_polls.entry(fact.name.clone()).or_default() += 1;
+                history.reachable_polls.remove(&fact.name);
+            }
+            SiteState::Writable | SiteState::ReadOnly => {
+                *history.reachable_polls.entry(fact.name.clone()).or_default() += 1;
+                history.unreachable_polls.remove(&fact.name);
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn event(
+    shared: &Shared,
+    group: &MysqlFailoverGroup,
+    warning: bool,
+    reason: &str,
+    note: String,
+) {
+    let reference = group.object_ref(&());
+    let event = Event {
+        type_: if warning { EventType::Warning } else { EventType::Normal },
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = shared.recorder.publish(&event, &reference).await {
+        tracing::debug!(%error, reason, "event not recorded");
+    }
+}
+
+/// One poll. `Ok(false)`: the group is gone.
+pub async fn poll_once(
+    shared: &Shared,
+    key: &GroupKey,
+    state: &mut GroupState,
+) -> Result<bool, PollError> {
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(shared.client.clone(), &key.namespace);
+    let Some(group) = groups.get_opt(&key.name).await.map_err(kube_error("reading the group"))?
+    else {
+        return Ok(false);
+    };
+    let tuning = shared.tuning;
+    let credentials = credentials(&shared.client, &group).await?;
+    let status = group.status.clone().unwrap_or_default();
+
+    // Addresses: each site's internal administrative Service, through the one seam.
+    let mut addresses: BTreeMap<String, (String, u16)> = BTreeMap::new();
+    let mut pools: BTreeMap<String, Pool> = BTreeMap::new();
+    for site in &group.spec.sites {
+        let service = SiteNames::new(&key.name, &site.name).internal_service;
+        if let Some(address) = shared.resolver.resolve(&key.namespace, &service, ports::MYSQL) {
+            let pool =
+                state.pools.pool(&site.name, &address.host, address.port, &credentials.operator);
+            addresses.insert(site.name.clone(), (address.host, address.port));
+            pools.insert(site.name.clone(), pool);
+        }
+    }
+    let targets = group
+        .spec
+        .sites
+        .iter()
+        .map(|site| (site.name.clone(), pools.get(&site.name).cloned()))
+        .collect();
+    let observation = observe::observe_group(targets, tuning.bounds).await;
+    let now = Timestamp::now();
+    let stale_after =
+        SignedDuration::try_from(tuning.poll_interval * 3 + tuning.bounds.connect * 2)
+            .unwrap_or(SignedDuration::from_secs(10));
+    let facts = site_facts(&group.spec, &observation, now, stale_after);
+    update_history(&mut state.history, &facts);
+    state.history.last_failover =
+        status.last_failover.as_ref().and_then(|last| last.time.as_ref()).map(|t| t.0);
+
+    let cooldown = group
+        .spec
+        .effective_failover_cooldown()
+        .ok()
+        .and_then(|cooldown| SignedDuration::try_from(cooldown).ok())
+        .unwrap_or(SignedDuration::from_mins(5));
+    let priorities = group
+        .spec
+        .split_brain_policy
+        .as_ref()
+        .map(|policy| policy.site_priorities.clone())
+        .unwrap_or_default();
+    let deferral = status.automation_held().then_some(Deferral::Hold { run_id: None });
+    let excluded = BTreeMap::new();
+    let steps = plan(&PlanInput {
+        facts: &facts,
+        recorded_active: status.active_site.as_deref(),
+        priorities: &priorities,
+        cooldown,
+        failure_threshold: tuning.failure_threshold,
+        recovery_threshold: tuning.recovery_threshold,
+        history: &state.history,
+        deferral: deferral.as_ref(),
+        excluded: &excluded,
+        addresses: &addresses,
+        now,
+    });
+    if steps.iter().any(|step| !matches!(step, Step::Alert(_))) {
+        tracing::info!(namespace = %key.namespace, group = %key.name, ?steps, "topology plan");
+    }
+
+    // Apply.
+    let mut active = status.active_site.clone();
+    let mut last_failover = status.last_failover.clone();
+    let mut failures = Vec::new();
+    let mut blocked: Vec<(String, GtidSet)> = Vec::new();
+    let mut promoted: Option<(String, GtidSet, bool)> = None;
+    let mut alerts = Vec::new();
+    for step in &steps {
+        match step {
+            Step::Fence { site, why } => {
+                let Some(pool) = pools.get(site) else { continue };
+                match apply::fence(pool, site, tuning.bounds).await {
+                    Ok(()) => {
+                        event(
+                            shared,
+                            &group,
+                            true,
+                            "Fenced",
+                            format!("site {site} fenced: {why:?}"),
+                        )
+                        .await
+                    }
+                    Err(error) => failures.push(error.to_string()),
+                }
+            }
+            Step::Promote { site, by } => {
+                let Some(pool) = pools.get(site) else { break };
+                match apply::promote(pool, site, tuning.bounds).await {
+                    Ok(gtid) => {
+                        let emergency = matches!(by, PromoteWhy::Emergency { .. });
+                        if emergency {
+                            bloodraven_crashpoint::hit(
+                                bloodraven_crashpoint::Step::OperatorFailoverAfterPromote,
+                            );
+                        }
+                        event(
+                            shared,
+                            &group,
+                            emergency,
+                            "Promoted",
+                            format!("site {site} promoted: {by:?}"),
+                        )
+                        .await;
+                        promoted = Some((site.clone(), gtid, emergency));
+                    }
+                    Err(error) => {
+                        failures.push(error.to_string());
+                        // Nothing after a failed promotion: the next poll observes again.
+                        break;
+                    }
+                }
+            }
+            Step::RecordActive { site, failover } => {
+                active = Some(site.clone());
+                if *failover {
+                    let gtid = promoted
+                        .as_ref()
+                        .filter(|(promoted, _, _)| promoted == site)
+                        .map(|(_, gtid, _)| gtid.to_string());
+                    last_failover = Some(LastFailover {
+                        time: Some(time(now)),
+                        target: Some(site.clone()),
+                        promotion_gtid_executed: gtid,
+                        ..LastFailover::default()
+                    });
+                }
+            }
+            Step::Repoint { site, source, reason } => {
+                let (Some(follower), Some(primary), Some((host, port))) =
+                    (pools.get(site), pools.get(source), addresses.get(source))
+                else {
+                    continue;
+                };
+                let target = sql::SourceTarget {
+                    host,
+                    port: *port,
+                    user: &credentials.replication.user,
+                    password: &credentials.replication.password,
+                };
+                match apply::repoint(follower, site, primary, &target, tuning.bounds).await {
+                    Ok(()) => {
+                        event(
+                            shared,
+                            &group,
+                            false,
+                            "Repointed",
+                            format!("site {site} repointed at {source}: {reason:?}"),
+                        )
+                        .await
+                    }
+                    Err(error) => failures.push(error.to_string()),
+                }
+            }
+            Step::Block { site, divergent } => blocked.push((site.clone(), divergent.clone())),
+            Step::Alert(alert) => alerts.push(format!("{alert:?}")),
+        }
+    }
+    if alerts != state.last_alerts {
+        for alert in &alerts {
+            tracing::warn!(namespace = %key.namespace, group = %key.name, alert, "topology alert");
+            event(shared, &group, true, "TopologyAlert", alert.clone()).await;
+        }
+        state.last_alerts = alerts;
+    }
+
+    // Publish: the -primary Service, pod labels, then the status.
+    let promoted_site = promoted.as_ref().map(|(site, _, _)| site.as_str());
+    publish_primary(shared, &group, key, active.as_deref(), promoted_site, &facts).await?;
+    if promoted.as_ref().is_some_and(|(_, _, emergency)| *emergency) {
+        bloodraven_crashpoint::hit(bloodraven_crashpoint::Step::OperatorFailoverAfterServiceSwap);
+    }
+    let body = render(&PollOutcome {
+        facts: &facts,
+        active: active.as_deref(),
+        steps: &steps,
+        failures: &failures,
+        blocked: &blocked,
+        last_failover,
+        previous: &status.conditions,
+        generation: group.metadata.generation,
+        now,
+    });
+    groups
+        .patch_status(&key.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map_err(kube_error("applying the group's status"))?;
+    publish_snapshot(shared, key, active, now);
+    Ok(true)
+}
+
+fn publish_snapshot(shared: &Shared, key: &GroupKey, active: Option<String>, now: Timestamp) {
+    let Ok(mut published) = shared.published.lock() else { return };
+    let generation = published.get(key).map_or(1, |previous| {
+        previous.topology_generation + u64::from(previous.active_site != active)
+    });
+    published.insert(
+        key.clone(),
+        ActiveSnapshot { active_site: active, observed_at: now, topology_generation: generation },
+    );
+}
+
+async fn publish_primary(
+    shared: &Shared,
+    group: &MysqlFailoverGroup,
+    key: &GroupKey,
+    active: Option<&str>,
+    promoted: Option<&str>,
+    facts: &[bloodraven_facts::SiteFacts],
+) -> Result<(), PollError> {
+    let services: Api<Service> = Api::namespaced(shared.client.clone(), &key.namespace);
+    let service = primary_service(group, active)?;
+    let name = service.name_any();
+    services
+        .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&service))
+        .await
+        .map_err(kube_error(format!("applying Service {name}")))?;
+    // Pod labels: role=primary only on the active, writable site; healthy on answering sites.
+    let pods: Api<Pod> = Api::namespaced(shared.client.clone(), &key.namespace);
+    let selector = labels::group_label_selector(&key.name);
+    let list = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(kube_error("listing the group's pods"))?;
+    for pod in list.items {
+        let pod_labels = pod.labels();
+        let Some(site) = pod_labels.get(labels::SITE) else { continue };
+        let fact = facts.iter().find(|fact| &fact.name == site);
+        let writable =
+            fact.is_some_and(|fact| fact.is_writable()) || promoted == Some(site.as_str());
+        let role = if active == Some(site.as_str()) && writable {
+            labels::ROLE_PRIMARY
+        } else {
+            labels::ROLE_REPLICA
+        };
+        let healthy = fact
+            .is_some_and(|fact| matches!(fact.state, SiteState::Writable | SiteState::ReadOnly));
+        let want_healthy = healthy.then_some(labels::HEALTHY_TRUE);
+        if pod_labels.get(labels::ROLE).map(String::as_str) == Some(role)
+            && pod_labels.get(labels::HEALTHY).map(String::as_str) == want_healthy
+        {
+            continue;
+        }
+        let patch = serde_json::json!({
+            "metadata": { "labels": { labels::ROLE: role, labels::HEALTHY: want_healthy } }
+        });
+        let pod_name = pod.name_any();
+        pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(kube_error(format!("labelling pod {pod_name}")))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Observation: every site of a group read through `mysql_async` into a
+//! [`GroupObservation`], each read bounded by a timeout, unreachability told apart
+//! ([`Unreachable::Refused`], [`Unreachable::Timeout`], [`Unreachable::Error`]).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bloodraven_facts::{
+    GroupObservation, ReplicaObservation, ServerReading, SiteObservation, Unreachable,
+};
+use bloodraven_gtid::GtidSet;
+use jiff::Timestamp;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Pool, PoolConstraints, PoolOpts, Row};
+
+use crate::sql;
+
+/// A MySQL account (from the group's credentials Secret).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// User name.
+    pub user: String,
+    /// Password.
+    pub password: String,
+}
+
+/// The bounds of one site read.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// Connecting (TCP + handshake).
+    pub connect: Duration,
+    /// One query.
+    pub query: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self { connect: Duration::from_secs(2), query: Duration::from_secs(2) }
+    }
+}
+
+/// One pool per site, re-created when the site's address or account changes.
+#[derive(Default)]
+pub struct Pools {
+    pools: BTreeMap<String, (String, u16, Account, Pool)>,
+}
+
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Pools").field("sites", &self.pools.keys()).finish()
+    }
+}
+
+impl Pools {
+    /// The pool of `site` at `host:port` as `account`.
+    pub fn pool(&mut self, site: &str, host: &str, port: u16, account: &Account) -> Pool {
+        if let Some((h, p, a, pool)) = self.pools.get(site)
+            && h == host
+            && *p == port
+            && a == account
+        {
+            return pool.clone();
+        }
+        let constraints = PoolConstraints::new(0, 2).unwrap_or_default();
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname(host.to_owned())
+            .tcp_port(port)
+            .user(Some(account.user.clone()))
+            .pass(Some(account.password.clone()))
+            .prefer_socket(false)
+            .pool_opts(PoolOpts::default().with_constraints(constraints))
+            .conn_ttl(Some(Duration::from_secs(30)));
+        let pool = Pool::new(opts);
+        if let Some((_, _, _, old)) = self
+            .pools
+            .insert(site.to_owned(), (host.to_owned(), port, account.clone(), pool.clone()))
+        {
+            tokio::spawn(async move {
+                let _ = old.disconnect().await;
+            });
+        }
+        pool
+    }
+
+    /// Closes every pool.
+    pub async fn close(self) {
+        for (_, (_, _, _, pool)) in self.pools {
+            let _ = pool.disconnect().await;
+        }
+    }
+}
+
+/// Why a MySQL operation failed, classified.
+pub fn classify_error(error: &mysql_async::Error) -> Unreachable {
+    match error {
+        mysql_async::Error::Server(_) => Unreachable::Error,
+        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => Unreachable::Refused,
+        _ => Unreachable::Error,
+    }
+}
+
+/// Connects within the bound.
+pub async fn connect(pool: &Pool, bounds: Bounds) -> Result<Conn, Unreachable> {
+    match tokio::time::timeout(bounds.connect, pool.get_conn()).await {
+        Err(_) => Err(Unreachable::Timeout),
+        Ok(Err(error)) => Err(classify_error(&error)),
+        Ok(Ok(conn)) => Ok(conn),
+    }
+}
+
+/// Runs `query` within the bound and returns its rows.
+pub async fn rows(conn: &mut Conn, query: &str, bounds: Bounds) -> Result<Vec<Row>, Unreachable> {
+    match tokio::time::timeout(bounds.query, conn.query::<Row, _>(query)).await {
+        Err(_) => Err(Unreachable::Timeout),
+        Ok(Err(error)) => Err(classify_error(&error)),
+        Ok(Ok(rows)) => Ok(rows),
+    }
+}
+
+/// Runs `statement` within the bound.
+pub async fn exec(conn: &mut Conn, statement: &str, bounds: Bounds) -> Result<(), Unreachable> {
+    match tokio::time::timeout(bounds.query, conn.query_drop(statement)).await {
+        Err(_) => Err(Unreachable::Timeout),
+        Ok(Err(error)) => Err(classify_error(&error)),
+        Ok(Ok(())) => Ok(()),
+    }
+}
+
+/// Reads the flags and the executed set: `(read_only, super_read_only, offline_mode, gtid)`.
+pub async fn read_flags(
+    conn: &mut Conn,
+    bounds: Bounds,
+) -> Result<(bool, bool, bool, GtidSet), Unreachable> {
+    let rows = rows(conn, sql::READ_FLAGS, bounds).await?;
+    let row = rows.into_iter().next().ok_or(Unreachable::Error)?;
+    let flag = |index: usize| row.get::<i64, usize>(index).map(|value| value != 0);
+    let (Some(read_only), Some(super_read_only), Some(offline_mode)) = (flag(0), flag(1), flag(2))
+    else {
+        return Err(Unreachable::Error);
+    };
+    let gtid: String = row.get::<String, usize>(3).unwrap_or_default();
+    let gtid = parse_gtid(&gtid)?;
+    Ok((read_only, super_read_only, offline_mode, gtid))
+}
+
+/// Parses a server's `gtid_executed` (which may contain newlines).
+pub fn parse_gtid(text: &str) -> Result<GtidSet, Unreachable> {
+    let cleaned: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    cleaned.parse::<GtidSet>().map_err(|error| {
+        tracing::warn!(%error, gtid = %cleaned, "the server's gtid_executed does not parse");
+        Unreachable::Error
+    })
+}
+
+/// Reads `SHOW REPLICA STATUS` into a [`ReplicaObservation`] (`None`: no channel).
+pub async fn read_replica(
+    conn: &mut Conn,
+    bounds: Bounds,
+) -> Result<Option<ReplicaObservation>, Unreachable> {
+    let rows = rows(conn, sql::SHOW_REPLICA_STATUS, bounds).await?;
+    Ok(rows.into_iter().next().map(|row| replica_from_row(&row)))
+}
+
+fn column_string(row: &Row, name: &str) -> String {
+    row.get_opt::<Option<String>, &str>(name).and_then(Result::ok).flatten().unwrap_or_default()
+}
+
+fn replica_from_row(row: &Row) -> ReplicaObservation {
+    ReplicaObservation {
+        source_host: column_string(row, "Source_Host"),
+        source_port: column_string(row, "Source_Port").parse().unwrap_or(0),
+        io_running: column_string(row, "Replica_IO_Running") == "Yes",
+        sql_running: column_string(row, "Replica_SQL_Running") == "Yes",
+        seconds_behind_source: column_string(row, "Seconds_Behind_Source").parse().ok(),
+        auto_position: column_string(row, "Auto_Position") == "1",
+        last_io_error: column_string(row, "Last_IO_Error"),
+        last_sql_error: column_string(row, "Last_SQL_Error"),
+    }
+}
+
+/// Observes one site: connect, flags, replication channel.
+pub async fn observe_site(pool: &Pool, site: &str, bounds: Bounds) -> SiteObservation {
+    let reading = async {
+        let mut conn = connect(pool, bounds).await?;
+        let (read_only, super_read_only, offline_mode, gtid_executed) =
+            read_flags(&mut conn, bounds).await?;
+        let replica = read_replica(&mut conn, bounds).await?;
+        Ok(ServerReading { read_only, super_read_only, offline_mode, gtid_executed, replica })
+    }
+    .await;
+    if let Err(why) = &reading {
+        tracing::debug!(site, ?why, "site unreachable");
+    }
+    SiteObservation { site: site.to_owned(), observed_at: Timestamp::now(), reading }
+}
+
+/// Observes every site concurrently. A site without an address is `Refused` (nothing to dial).
+pub async fn observe_group(
+    targets: Vec<(String, Option<Pool>)>,
+    bounds: Bounds,
+) -> GroupObservation {
+    let reads = targets.into_iter().map(|(site, pool)| async move {
+        match pool {
+            Some(pool) => observe_site(&pool, &site, bounds).await,
+            None => SiteObservation {
+                site,
+                observed_at: Timestamp::now(),
+                reading: Err(Unreachable::Refused),
+            },
+        }
+    });
+    GroupObservation { sites: futures::future::join_all(reads).await }
+}

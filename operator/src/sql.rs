@@ -1,0 +1,104 @@
+//! The SQL the topology manager sends, built as plain strings (pure, unit tested).
+//!
+//! Values that reach a statement (host, user, password) are quoted as MySQL string literals:
+//! backslashes and quotes escaped, so a password with a quote cannot end the literal.
+
+/// The observation query: flags and the executed set in one round trip.
+pub const READ_FLAGS: &str = "SELECT @@global.read_only, @@global.super_read_only, \
+     @@global.offline_mode, @@global.gtid_executed";
+
+/// The replication channel.
+pub const SHOW_REPLICA_STATUS: &str = "SHOW REPLICA STATUS";
+
+/// Fence: the server refuses every write, also from privileged accounts.
+pub const FENCE: &str = "SET GLOBAL super_read_only = ON";
+
+/// Stop both replication threads (metadata kept).
+pub const STOP_REPLICA: &str = "STOP REPLICA";
+
+/// Start both replication threads.
+pub const START_REPLICA: &str = "START REPLICA";
+
+/// Promote: writable. `super_read_only=OFF` first (it implies `read_only`), then `read_only`.
+pub const UNFENCE: [&str; 2] = ["SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF"];
+
+/// The executed set alone (the containment re-check after `STOP REPLICA`).
+pub const READ_GTID_EXECUTED: &str = "SELECT @@global.gtid_executed";
+
+/// A MySQL single-quoted string literal of `value`.
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for character in value.chars() {
+        match character {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            other => out.push(other),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Where a follower replicates from, and as whom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceTarget<'a> {
+    /// `SOURCE_HOST`: the primary's internal Service as resolved for this follower.
+    pub host: &'a str,
+    /// `SOURCE_PORT`.
+    pub port: u16,
+    /// `SOURCE_USER`.
+    pub user: &'a str,
+    /// `SOURCE_PASSWORD`.
+    pub password: &'a str,
+}
+
+/// `CHANGE REPLICATION SOURCE TO …` with GTID auto-positioning and the RSA key fetch that
+/// `caching_sha2_password` needs over plain TCP (what `bloodraven-sites` chose). Replication
+/// metadata is never reset; `CONNECT_RETRY` and `HEARTBEAT_PERIOD` are short so a follower
+/// notices a dead source within the detection bound.
+pub fn change_source(target: &SourceTarget<'_>) -> String {
+    format!(
+        "CHANGE REPLICATION SOURCE TO SOURCE_HOST = {}, SOURCE_PORT = {}, SOURCE_USER = {}, \
+         SOURCE_PASSWORD = {}, SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, \
+         SOURCE_CONNECT_RETRY = 1, SOURCE_HEARTBEAT_PERIOD = 1",
+        quote(target.host),
+        target.port,
+        quote(target.user),
+        quote(target.password),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_escapes_what_would_end_the_literal() {
+        assert_eq!(quote("plain"), "'plain'");
+        assert_eq!(quote("it's"), "'it\\'s'");
+        assert_eq!(quote("a\\'b"), "'a\\\\\\'b'");
+        assert_eq!(quote("x\ny"), "'x\\ny'");
+    }
+
+    #[test]
+    fn change_source_uses_auto_position_and_quotes_every_value() {
+        let sql = change_source(&SourceTarget {
+            host: "127.0.0.1",
+            port: 40123,
+            user: "bloodraven_repl",
+            password: "pw'; DROP",
+        });
+        assert_eq!(
+            sql,
+            "CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = 40123, \
+             SOURCE_USER = 'bloodraven_repl', SOURCE_PASSWORD = 'pw\\'; DROP', \
+             SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, SOURCE_CONNECT_RETRY = 1, \
+             SOURCE_HEARTBEAT_PERIOD = 1"
+        );
+        assert!(!sql.contains("RESET"), "metadata is never reset");
+    }
+}

@@ -1,0 +1,365 @@
+//! Status rendering (pure): one poll's facts, plan and outcome → the fields of
+//! `MysqlFailoverGroup.status` the topology manager owns (`activeSite`, `sites`,
+//! `lastFailover`, the Ready and Degraded conditions), applied by server-side apply with the
+//! field manager [`FIELD_MANAGER`].
+
+use bloodraven_crd::group::SourceConvergenceState;
+use bloodraven_crd::group::{LastFailover, SiteState, SiteStatus, SourceConvergenceReason};
+use bloodraven_crd::{Condition, ConditionReason, ConditionStatus, ConditionType};
+use bloodraven_facts::SiteFacts;
+use bloodraven_gtid::GtidSet;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::topology::{Alert, Step};
+
+/// The field manager of every server-side apply the operator sends.
+pub const FIELD_MANAGER: &str = "bloodraven-operator";
+
+/// What a poll tells the status.
+#[derive(Clone, Debug)]
+pub struct PollOutcome<'a> {
+    /// Every site, declared order.
+    pub facts: &'a [SiteFacts],
+    /// The active site after this poll's steps.
+    pub active: Option<&'a str>,
+    /// The planned steps.
+    pub steps: &'a [Step],
+    /// Steps that failed, with the error's message.
+    pub failures: &'a [String],
+    /// Followers currently blocked (divergent set).
+    pub blocked: &'a [(String, GtidSet)],
+    /// The last failover (unchanged or new).
+    pub last_failover: Option<LastFailover>,
+    /// The previous conditions (their transition times are kept when the status is unchanged).
+    pub previous: &'a [Condition],
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The poll's time.
+    pub now: Timestamp,
+}
+
+/// A Kubernetes `Time` of a jiff timestamp.
+pub fn time(at: Timestamp) -> Time {
+    Time(at)
+}
+
+fn site_status(fact: &SiteFacts, outcome: &PollOutcome<'_>) -> SiteStatus {
+    let is_primary = outcome.active == Some(fact.name.as_str());
+    let replica = fact.replica.as_ref();
+    let replicating = replica.map(|replica| replica.io_running && replica.sql_running);
+    let blocked = outcome.blocked.iter().find(|(site, _)| *site == fact.name);
+    let pending = outcome
+        .steps
+        .iter()
+        .any(|step| matches!(step, Step::Repoint { site, .. } if *site == fact.name));
+    let (convergence, reason) = match (is_primary, blocked, fact.state.clone()) {
+        (true, _, _) => (None, None),
+        (false, Some(_), _) => {
+            (Some(SourceConvergenceState::Blocked), Some(SourceConvergenceReason::GtidDiverged))
+        }
+        (false, None, SiteState::ReadOnly) if pending => {
+            (Some(SourceConvergenceState::Pending), None)
+        }
+        (false, None, SiteState::ReadOnly) if outcome.active.is_some() => {
+            (Some(SourceConvergenceState::Converged), None)
+        }
+        _ => (None, None),
+    };
+    SiteStatus {
+        name: fact.name.clone(),
+        state: Some(fact.state.clone()),
+        last_seen: fact.observed_at.filter(|_| fact.gtid_executed.is_some()).map(time),
+        gtid_executed: fact.gtid_executed.as_ref().map(ToString::to_string),
+        replicating: if is_primary { Some(false) } else { replicating },
+        seconds_behind_source: replica.and_then(|replica| replica.seconds_behind_source),
+        source_convergence_state: convergence,
+        source_convergence_reason: reason,
+        divergent_gtid: blocked.map(|(_, set)| set.to_string()),
+        divergent_transaction_count: blocked
+            .map(|(_, set)| i64::try_from(set.count()).unwrap_or(i64::MAX)),
+        ..SiteStatus::default()
+    }
+}
+
+fn alert_text(alert: &Alert) -> String {
+    match alert {
+        Alert::NoPrimary { failed, ineligible } => format!(
+            "no PrimaryCandidate can be promoted (failed: {}; ineligible: {ineligible:?}): \
+             restore a candidate site or promote one by hand",
+            failed.as_deref().unwrap_or("none")
+        ),
+        Alert::CandidatesIncomparable { sites } => format!(
+            "the candidates' executed sets are incomparable ({sites:?}): choose the site to \
+             keep and promote it with a planned failover"
+        ),
+        Alert::SplitBrainUnresolved { writable, why } => format!(
+            "split brain: {writable:?} are writable and no winner can be named ({why:?}): set \
+             spec.splitBrainPolicy.sitePriorities or fence one by hand"
+        ),
+        Alert::Cooldown { until, would_promote } => format!(
+            "a failover to {would_promote} is due but the anti-flap cooldown runs until \
+             {until}: wait, or promote by hand"
+        ),
+        Alert::Deferred(deferral) => {
+            format!("automatic actions are deferred ({deferral:?}): see the planned failover")
+        }
+        Alert::FollowerDiverged { site, divergent } => format!(
+            "site {site} holds {divergent} that the primary lacks (Blocked/GTIDDiverged): \
+             reclone it or reconcile the transactions by hand; they are kept"
+        ),
+        Alert::ReassertBlocked { site, ahead } => format!(
+            "the active site {site} is read-only and {ahead:?} hold transactions it lacks: \
+             promote the freshest site with a planned failover"
+        ),
+        Alert::ActiveUnreachable { site, polls } => format!(
+            "the active site {site} has been unreachable for {polls} polls: failover follows \
+             at spec.failureThreshold"
+        ),
+        Alert::ActiveNotCandidate { site, role } => format!(
+            "the active site {site} is now {role:?} in the spec: run a planned failover to a \
+             candidate or restore its role"
+        ),
+        Alert::ActiveUnknown { site } => format!(
+            "the active site {site} cannot be classified: check the operator's credentials \
+             and the site's logs"
+        ),
+    }
+}
+
+fn condition(
+    type_: ConditionType,
+    status: ConditionStatus,
+    reason: &str,
+    message: String,
+    outcome: &PollOutcome<'_>,
+) -> Condition {
+    let previous = outcome.previous.iter().find(|previous| previous.type_ == type_);
+    let transition = match previous {
+        Some(previous) if previous.status == status => {
+            previous.last_transition_time.clone().unwrap_or(time(outcome.now))
+        }
+        _ => time(outcome.now),
+    };
+    Condition {
+        reason: Some(ConditionReason::from(reason)),
+        message: Some(message),
+        observed_generation: outcome.generation,
+        last_transition_time: Some(transition),
+        ..Condition::new(type_, status)
+    }
+}
+
+/// The Ready and Degraded conditions.
+pub fn conditions(outcome: &PollOutcome<'_>) -> Vec<Condition> {
+    let alerts: Vec<String> = outcome
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Alert(alert) => Some(alert_text(alert)),
+            _ => None,
+        })
+        .collect();
+    let primary = outcome.active.and_then(|active| {
+        outcome.facts.iter().find(|fact| fact.name == active && fact.is_writable())
+    });
+    let ready = match primary {
+        Some(primary) if alerts.is_empty() && outcome.failures.is_empty() => condition(
+            ConditionType::Ready,
+            ConditionStatus::True,
+            "Healthy",
+            format!("site {} is the writable primary", primary.name),
+            outcome,
+        ),
+        Some(primary) => condition(
+            ConditionType::Ready,
+            ConditionStatus::True,
+            "Healthy",
+            format!("site {} is the writable primary; see Degraded", primary.name),
+            outcome,
+        ),
+        None => condition(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            "NoPrimary",
+            if alerts.is_empty() {
+                "no writable primary yet: the topology manager is electing one".to_owned()
+            } else {
+                alerts.join("; ")
+            },
+            outcome,
+        ),
+    };
+    let mut problems: Vec<String> = outcome
+        .facts
+        .iter()
+        .filter(|fact| matches!(fact.state, SiteState::Unreachable | SiteState::Unknown))
+        .map(|fact| {
+            format!(
+                "site {} is {} ({:?}): check its pod, its network and the operator's credentials",
+                fact.name,
+                fact.state.as_str(),
+                fact.unreachable
+            )
+        })
+        .collect();
+    problems.extend(alerts);
+    problems.extend(outcome.failures.iter().cloned());
+    let degraded = if problems.is_empty() {
+        condition(
+            ConditionType::Degraded,
+            ConditionStatus::False,
+            "Healthy",
+            "every site answers and every follower replicates from the primary".to_owned(),
+            outcome,
+        )
+    } else {
+        condition(
+            ConditionType::Degraded,
+            ConditionStatus::True,
+            "Degraded",
+            problems.join("; "),
+            outcome,
+        )
+    };
+    vec![ready, degraded]
+}
+
+/// The server-side apply body of the status subresource.
+pub fn render(outcome: &PollOutcome<'_>) -> serde_json::Value {
+    let sites: Vec<SiteStatus> =
+        outcome.facts.iter().map(|fact| site_status(fact, outcome)).collect();
+    let mut status = serde_json::json!({
+        "sites": sites,
+        "conditions": conditions(outcome),
+    });
+    if let Some(active) = outcome.active {
+        status["activeSite"] = serde_json::Value::from(active);
+    }
+    if let Some(last) = &outcome.last_failover {
+        status["lastFailover"] = serde_json::to_value(last).unwrap_or_default();
+    }
+    if let Some(generation) = outcome.generation {
+        status["observedGeneration"] = serde_json::Value::from(generation);
+    }
+    serde_json::json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "status": status,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use bloodraven_crd::group::SiteRole;
+    use bloodraven_facts::{ReplicaObservation, Unreachable};
+
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    fn fact(name: &str, state: SiteState, replicating: bool) -> SiteFacts {
+        let answered = matches!(state, SiteState::Writable | SiteState::ReadOnly);
+        SiteFacts {
+            name: name.to_owned(),
+            role: SiteRole::PrimaryCandidate,
+            state: state.clone(),
+            unreachable: (state == SiteState::Unreachable).then_some(Unreachable::Refused),
+            offline_mode: false,
+            gtid_executed: answered
+                .then(|| "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5".parse().unwrap()),
+            replica: replicating.then(|| ReplicaObservation {
+                source_host: "127.0.0.1".to_owned(),
+                source_port: 3306,
+                io_running: true,
+                sql_running: true,
+                seconds_behind_source: Some(0),
+                auto_position: true,
+                ..ReplicaObservation::default()
+            }),
+            observed_at: Some(at("2026-11-30T17:00:00Z")),
+        }
+    }
+
+    fn outcome<'a>(
+        facts: &'a [SiteFacts],
+        active: Option<&'a str>,
+        steps: &'a [Step],
+        blocked: &'a [(String, GtidSet)],
+        previous: &'a [Condition],
+    ) -> PollOutcome<'a> {
+        PollOutcome {
+            facts,
+            active,
+            steps,
+            failures: &[],
+            blocked,
+            last_failover: None,
+            previous,
+            generation: Some(3),
+            now: at("2026-11-30T17:00:01Z"),
+        }
+    }
+
+    #[test]
+    fn a_converged_group_is_ready_and_not_degraded() {
+        let facts =
+            [fact("iad", SiteState::Writable, false), fact("pdx", SiteState::ReadOnly, true)];
+        let body = render(&outcome(&facts, Some("iad"), &[], &[], &[]));
+        let status = &body["status"];
+        assert_eq!(status["activeSite"], "iad");
+        assert_eq!(status["observedGeneration"], 3);
+        assert_eq!(status["sites"][0]["state"], "writable");
+        assert_eq!(status["sites"][0]["replicating"], false);
+        assert_eq!(status["sites"][1]["sourceConvergenceState"], "Converged");
+        assert_eq!(status["sites"][1]["replicating"], true);
+        assert_eq!(status["sites"][1]["lastSeen"], "2026-11-30T17:00:00Z");
+        assert_eq!(status["conditions"][0]["type"], "Ready");
+        assert_eq!(status["conditions"][0]["status"], "True");
+        assert_eq!(status["conditions"][1]["type"], "Degraded");
+        assert_eq!(status["conditions"][1]["status"], "False");
+    }
+
+    #[test]
+    fn an_unreachable_active_site_says_what_happens_next() {
+        let facts =
+            [fact("iad", SiteState::Unreachable, false), fact("pdx", SiteState::ReadOnly, true)];
+        let steps = [Step::Alert(Alert::ActiveUnreachable { site: "iad".to_owned(), polls: 2 })];
+        let conditions = conditions(&outcome(&facts, Some("iad"), &steps, &[], &[]));
+        assert_eq!(conditions[0].status, ConditionStatus::False);
+        let ready = conditions[0].message.clone().unwrap();
+        assert!(ready.contains("unreachable for 2 polls"), "{ready}");
+        assert!(ready.contains("failureThreshold"), "{ready}");
+        let degraded = conditions[1].message.clone().unwrap();
+        assert!(degraded.contains("site iad is unreachable (Some(Refused))"), "{degraded}");
+    }
+
+    #[test]
+    fn a_blocked_follower_carries_its_divergent_set_and_count() {
+        let facts =
+            [fact("iad", SiteState::Writable, false), fact("pdx", SiteState::ReadOnly, false)];
+        let divergent: GtidSet = "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3".parse().unwrap();
+        let blocked = [("pdx".to_owned(), divergent)];
+        let body = render(&outcome(&facts, Some("iad"), &[], &blocked, &[]));
+        let pdx = &body["status"]["sites"][1];
+        assert_eq!(pdx["sourceConvergenceState"], "Blocked");
+        assert_eq!(pdx["sourceConvergenceReason"], "GTIDDiverged");
+        assert_eq!(pdx["divergentGtid"], "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3");
+        assert_eq!(pdx["divergentTransactionCount"], 3);
+    }
+
+    #[test]
+    fn an_unchanged_condition_keeps_its_transition_time() {
+        let facts = [fact("iad", SiteState::Writable, false)];
+        let earlier = Time(at("2026-11-30T16:00:00Z"));
+        let previous = [Condition {
+            last_transition_time: Some(earlier.clone()),
+            ..Condition::new(ConditionType::Ready, ConditionStatus::True)
+        }];
+        let conditions = conditions(&outcome(&facts, Some("iad"), &[], &[], &previous));
+        assert_eq!(conditions[0].last_transition_time, Some(earlier));
+        assert_eq!(conditions[1].last_transition_time, Some(Time(at("2026-11-30T17:00:01Z"))));
+    }
+}
