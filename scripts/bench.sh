@@ -104,7 +104,7 @@ for unit in "${selected[@]}"; do
   fi
 done
 
-python3 - "$out/machine.json" "$load_start" "$started" "${quick:+quick}" <<'PY'
+python3 - "$out/machine.json" "$load_start" "$started" "${quick:+quick}" "$filter" <<'PY'
 import json, os, platform, subprocess, sys
 cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.machine())
 mem = next((line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")), "0")
@@ -112,7 +112,8 @@ rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).s
 json.dump({
     "date": sys.argv[3], "nproc": os.cpu_count(), "cpu": cpu, "memory": f"{int(mem) / 1048576:.1f} GiB RAM",
     "load_start": sys.argv[2], "load_end": open("/proc/loadavg").read().split()[0],
-    "mode": "quick (criterion --quick, fewer runs)" if sys.argv[4:] and sys.argv[4] else "full",
+    "mode": ("quick (criterion --quick, fewer runs)" if sys.argv[4] else "full")
+        + ("" if sys.argv[5] == "." else f"; this run: units matching `{sys.argv[5]}`, the other rows from earlier runs (see their dates)"),
     "rustc": rustc,
 }, open(sys.argv[1], "w"))
 PY

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rebuilds the committed seed corpora of the fuzz targets (crates/*/fuzz/corpus/<target>/) from
-# the repository's test data. Deterministic: file names are the SHA-1 of the contents (as
-# libFuzzer names what it adds). Run it after changing the test data; scripts/test.sh replays
-# every corpus once (-runs=0).
+# the repository's test data. File names are the SHA-1 of the contents (as libFuzzer names what
+# it adds). The binlog, GTID and annotation seeds come out the same every time; the archive
+# seeds (and the archives' binlogs) carry the lab's fresh UIDs and the current time, so a
+# rebuild renames them. Run it after changing the test data; scripts/test.sh replays every
+# corpus once (-runs=0).
 #
 # - binlog/scan: the real server binlogs of crates/binlog/test_data, and the binlogs of the
 #   fixture archives `bloodraven lab` lays (healthy, archive-gap, pitr-divergent).
@@ -26,7 +28,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bloodraven-fuzz-seeds.XXXXXX")
 lab_pid=""
-trap '[ -n "$lab_pid" ] && kill "$lab_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'if [ -n "$lab_pid" ]; then kill "$lab_pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 # Lay each scenario's fixture archives, copy them out, stop the lab.
 for scenario in healthy archive-gap pitr-divergent; do
   "$bin" lab --scenario "$scenario" --serve >"$work/$scenario.out" 2>/dev/null &

@@ -162,4 +162,20 @@ mod tests {
         assert_eq!(lab.scenario, "hold-standing");
         assert!(lab.serve);
     }
+
+    #[cfg(feature = "lab")]
+    #[test]
+    fn lab_live_takes_a_drill_and_drill_needs_live() {
+        let cli = parse(&["bloodraven", "lab", "--live", "--drill", "d.yaml", "--json"]);
+        let Some(Command::Lab(lab)) = cli.command else { panic!("not lab") };
+        assert!(lab.live && lab.json);
+        assert_eq!(lab.drill.as_deref(), Some(std::path::Path::new("d.yaml")));
+        for argv in [
+            &["bloodraven", "lab", "--drill", "d.yaml"][..],
+            &["bloodraven", "lab", "--live", "--scenario", "healthy"][..],
+            &["bloodraven", "lab", "--live", "--json"][..],
+        ] {
+            assert!(command_for(None).try_get_matches_from(argv).is_err(), "{argv:?} accepted");
+        }
+    }
 }

@@ -48,9 +48,8 @@ impl LiveLab {
             "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": namespace },
         }))
         .with_context(|| format!("creating namespace {namespace}"))?;
-        let created = lab
-            .apply(serde_json::to_value(&group)?)
-            .context("creating the MysqlFailoverGroup")?;
+        let created =
+            lab.apply(serde_json::to_value(&group)?).context("creating the MysqlFailoverGroup")?;
         group.metadata.uid = created["metadata"]["uid"].as_str().map(str::to_owned);
         let directory = tempfile::Builder::new()
             .prefix("bloodraven-live-")
@@ -86,7 +85,9 @@ impl LiveLab {
             deployments_api.create(&post, &objects.deployment).await?;
             deployments.push(objects.deployment.metadata.name.clone().unwrap_or_default());
         }
-        services.create(&post, &primary_service(&group, sites.first().map(String::as_str))?).await?;
+        services
+            .create(&post, &primary_service(&group, sites.first().map(String::as_str))?)
+            .await?;
         Ok(Self { lab, kubelet: Some(kubelet), group, deployments, _hub: hub, directory })
     }
 
@@ -111,7 +112,8 @@ impl LiveLab {
         self.deployments
             .iter()
             .map(|d| {
-                let pid = self.kubelet.as_ref().and_then(|k| k.pod(&namespace, d)).and_then(|p| p.pid);
+                let pid =
+                    self.kubelet.as_ref().and_then(|k| k.pod(&namespace, d)).and_then(|p| p.pid);
                 (d.clone(), pid)
             })
             .collect()

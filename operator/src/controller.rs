@@ -82,6 +82,7 @@ impl Context {
                 resolver,
                 recorder,
                 tuning,
+                metrics: Arc::default(),
                 published: Published::default(),
             }),
             tasks: Mutex::default(),

@@ -1,5 +1,5 @@
 //! The operator's HTTP server for sidecars and tools (upstream's port 8082): `/healthz`,
-//! `/readyz`, `/status` and `/active-site?namespace=&group=`.
+//! `/readyz`, `/metrics`, `/status` and `/active-site?namespace=&group=`.
 //!
 //! `/active-site` answers what this operator process last observed: the active site, the time
 //! of the observation behind it and a topology generation that grows whenever the active site
@@ -18,14 +18,17 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use crate::manager::{GroupKey, Published};
+use crate::metrics::Metrics;
 
 /// What the handlers read.
 #[derive(Clone, Debug, Default)]
 pub struct HttpState {
     /// The managers' latest observations.
     pub published: Published,
-    /// Set once the controller runs (this replica leads, when leader election exists).
+    /// Set once the controller runs (this replica holds the leader Lease).
     pub ready: Arc<AtomicBool>,
+    /// The Prometheus metrics.
+    pub metrics: Arc<Metrics>,
 }
 
 /// `/active-site`'s query.
@@ -35,6 +38,14 @@ pub struct ActiveSiteQuery {
     pub namespace: String,
     /// The group's name.
     pub group: String,
+}
+
+async fn metrics(State(state): State<HttpState>) -> Response {
+    (
+        [("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn healthz() -> &'static str {
@@ -88,6 +99,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/active-site", get(active_site))
+        .route("/metrics", get(metrics))
         .with_state(state)
 }
 

@@ -8,7 +8,9 @@
 pub mod apply;
 pub mod controller;
 pub mod http;
+pub mod lease;
 pub mod manager;
+pub mod metrics;
 pub mod observe;
 pub mod sql;
 pub mod status;

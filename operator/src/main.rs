@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::http::{HttpState, serve};
+use bloodraven_operator::lease::{self, LeaseConfig};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_workloads::ClusterDns;
 use clap::Parser;
@@ -35,6 +36,18 @@ struct Cli {
     /// Where the HTTP server (`/healthz`, `/readyz`, `/status`, `/active-site`) listens.
     #[arg(long, env = "BLOODRAVEN_HTTP_ADDRESS", default_value = "0.0.0.0:8082")]
     http_address: std::net::SocketAddr,
+    /// The leader election Lease's name; only its holder runs controllers.
+    #[arg(long, default_value = "bloodraven-operator")]
+    leader_election_id: String,
+    /// The Lease's namespace.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "bloodraven-system")]
+    leader_election_namespace: String,
+    /// How long an unrenewed Lease stays its holder's, in seconds.
+    #[arg(long, default_value_t = 15)]
+    lease_duration_seconds: u64,
+    /// Run controllers without a Lease (a single replica, or tests).
+    #[arg(long)]
+    no_leader_election: bool,
     /// This replica's name in Events (the pod name in a cluster).
     #[arg(long, env = "POD_NAME", default_value = "bloodraven-operator")]
     instance: String,
@@ -44,6 +57,7 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
+        .json()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
@@ -60,13 +74,44 @@ async fn main() -> anyhow::Result<()> {
         recovery_threshold: cli.recovery_threshold.max(1),
         ..Tuning::default()
     };
-    let context = Arc::new(Context::new(client, Arc::new(ClusterDns), tuning, &cli.instance));
+    let context =
+        Arc::new(Context::new(client.clone(), Arc::new(ClusterDns), tuning, &cli.instance));
     tracing::info!(namespace = ?cli.namespace, ?tuning, "bloodraven-operator starting");
-    let http = HttpState { published: context.shared.published.clone(), ..HttpState::default() };
+    let http = HttpState {
+        published: context.shared.published.clone(),
+        metrics: context.shared.metrics.clone(),
+        ..HttpState::default()
+    };
+    let server = tokio::spawn(serve(cli.http_address, http.clone()));
+    let lease = LeaseConfig {
+        namespace: cli.leader_election_namespace.clone(),
+        name: cli.leader_election_id.clone(),
+        identity: cli.instance.clone(),
+        duration: Duration::from_secs(cli.lease_duration_seconds.max(3)),
+    };
+    if !cli.no_leader_election {
+        tokio::select! {
+            acquired = lease::acquire(&client, &lease) => acquired.context("acquiring the leader Lease")?,
+            signal = tokio::signal::ctrl_c() => {
+                signal.context("waiting for Ctrl-C")?;
+                return Ok(());
+            }
+        }
+    }
     http.ready.store(true, std::sync::atomic::Ordering::Relaxed);
+    let held = async {
+        if cli.no_leader_election {
+            std::future::pending::<()>().await;
+        }
+        lease::hold(&client, &lease).await;
+    };
     tokio::select! {
-        served = serve(cli.http_address, http) => {
-            served.with_context(|| format!("serving HTTP on {}", cli.http_address))?;
+        () = held => {
+            anyhow::bail!("the leader Lease was lost; exiting so that only one replica acts")
+        }
+        served = server => {
+            served.context("the HTTP server task")?
+                .with_context(|| format!("serving HTTP on {}", cli.http_address))?;
             anyhow::bail!("the HTTP server stopped; restart the operator")
         }
         () = controller::run(context, cli.namespace.as_deref()) => {

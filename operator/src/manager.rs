@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::group::{LastFailover, SiteState};
+use bloodraven_crd::{
+    Condition, ConditionReason, ConditionStatus, ConditionType, MysqlFailoverGroup,
+};
 use bloodraven_facts::site_facts;
 use bloodraven_gtid::GtidSet;
 use bloodraven_workloads::{Resolver, SiteNames, labels, ports, primary_service};
@@ -17,10 +19,13 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Resource, ResourceExt};
 use mysql_async::Pool;
 
+use crate::metrics::{GroupLabels, KindLabels, Metrics, SiteLabels};
 use crate::observe::{self, Account, Bounds, Pools};
 use crate::status::{FIELD_MANAGER, PollOutcome, render, time};
-use crate::topology::{Deferral, History, PlanInput, PromoteWhy, Step, plan};
+use crate::topology::{Alert, Deferral, FenceWhy, History, PlanInput, PromoteWhy, Step, plan};
 use crate::{apply, sql};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 /// Defaults of the spec fields the CRD does not carry yet (issue 12: `pollInterval`,
 /// `failureThreshold`, `recoveryThreshold`).
@@ -81,6 +86,8 @@ pub struct Shared {
     pub recorder: Recorder,
     /// Defaults.
     pub tuning: Tuning,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
     /// The latest published active site per group (served by `/active-site`).
     pub published: Published,
 }
@@ -184,14 +191,20 @@ pub async fn run_group(shared: Arc<Shared>, key: GroupKey) {
     let mut state = GroupState::default();
     loop {
         let started = Instant::now();
-        match poll_once(&shared, &key, &mut state).await {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(error) => tracing::warn!(
-                namespace = %key.namespace, group = %key.name, %error, "topology poll failed"
-            ),
-        }
-        let interval = shared.tuning.poll_interval;
+        let labels = GroupLabels { namespace: key.namespace.clone(), group: key.name.clone() };
+        shared.metrics.polls.get_or_create(&labels).inc();
+        let polled = poll_once(&shared, &key, &mut state).await;
+        shared.metrics.poll_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+        let interval = match polled {
+            Ok(None) => break,
+            Ok(Some(interval)) => interval,
+            Err(error) => {
+                tracing::warn!(
+                    namespace = %key.namespace, group = %key.name, %error, "topology poll failed"
+                );
+                shared.tuning.poll_interval
+            }
+        };
         tokio::time::sleep(interval.saturating_sub(started.elapsed())).await;
     }
     tracing::info!(namespace = %key.namespace, group = %key.name, "group gone; manager stops");
@@ -234,20 +247,75 @@ async fn event(
     }
 }
 
-/// One poll. `Ok(false)`: the group is gone.
+/// One poll. `Ok(None)`: the group is gone; else the group's poll interval.
 pub async fn poll_once(
     shared: &Shared,
     key: &GroupKey,
     state: &mut GroupState,
-) -> Result<bool, PollError> {
+) -> Result<Option<Duration>, PollError> {
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(shared.client.clone(), &key.namespace);
     let Some(group) = groups.get_opt(&key.name).await.map_err(kube_error("reading the group"))?
     else {
-        return Ok(false);
+        return Ok(None);
     };
-    let tuning = shared.tuning;
-    let credentials = credentials(&shared.client, &group).await?;
+    // The spec's knobs win; the command line's defaults apply when the API server did not
+    // default them (an older CRD) or a value is out of range.
+    let tuning = Tuning {
+        poll_interval: group
+            .spec
+            .poll_interval
+            .as_ref()
+            .and_then(|_| group.spec.effective_poll_interval().ok())
+            .unwrap_or(shared.tuning.poll_interval),
+        failure_threshold: group
+            .spec
+            .failure_threshold
+            .map_or(shared.tuning.failure_threshold, |_| group.spec.effective_failure_threshold()),
+        recovery_threshold: group
+            .spec
+            .recovery_threshold
+            .map_or(shared.tuning.recovery_threshold, |_| {
+                group.spec.effective_recovery_threshold()
+            }),
+        bounds: shared.tuning.bounds,
+    };
     let status = group.status.clone().unwrap_or_default();
+    let credentials = match credentials(&shared.client, &group).await {
+        Ok(credentials) => credentials,
+        Err(error) => {
+            // Bad input the CRD cannot catch: say so on the group, then retry next poll.
+            let condition = Condition {
+                reason: Some(ConditionReason::from("SecretNotFound")),
+                message: Some(error.to_string()),
+                observed_generation: group.metadata.generation,
+                last_transition_time: Some(time(Timestamp::now())),
+                ..Condition::new(ConditionType::Ready, ConditionStatus::False)
+            };
+            // Server-side apply drops fields this manager stops sending: carry the record.
+            let mut status =
+                serde_json::json!({ "conditions": [condition], "sites": status.sites });
+            if let Some(active) = &group.status.as_ref().and_then(|s| s.active_site.clone()) {
+                status["activeSite"] = serde_json::Value::from(active.as_str());
+            }
+            if let Some(last) = group.status.as_ref().and_then(|s| s.last_failover.as_ref()) {
+                status["lastFailover"] = serde_json::to_value(last).unwrap_or_default();
+            }
+            let body = serde_json::json!({
+                "apiVersion": "shipstream.io/v1alpha1",
+                "kind": "MysqlFailoverGroup",
+                "status": status,
+            });
+            groups
+                .patch_status(
+                    &key.name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(body),
+                )
+                .await
+                .map_err(kube_error("applying the group's status"))?;
+            return Err(error);
+        }
+    };
 
     // Addresses: each site's internal administrative Service, through the one seam.
     let mut addresses: BTreeMap<String, (String, u16)> = BTreeMap::new();
@@ -273,6 +341,15 @@ pub async fn poll_once(
         SignedDuration::try_from(tuning.poll_interval * 3 + tuning.bounds.connect * 2)
             .unwrap_or(SignedDuration::from_secs(10));
     let facts = site_facts(&group.spec, &observation, now, stale_after);
+    for fact in &facts {
+        let labels = SiteLabels {
+            namespace: key.namespace.clone(),
+            group: key.name.clone(),
+            site: fact.name.clone(),
+        };
+        let up = matches!(fact.state, SiteState::Writable | SiteState::ReadOnly);
+        shared.metrics.site_up.get_or_create(&labels).set(i64::from(up));
+    }
     update_history(&mut state.history, &facts);
     state.history.last_failover =
         status.last_failover.as_ref().and_then(|last| last.time.as_ref()).map(|t| t.0);
@@ -315,22 +392,27 @@ pub async fn poll_once(
     let mut blocked: Vec<(String, GtidSet)> = Vec::new();
     let mut promoted: Option<(String, GtidSet, bool)> = None;
     let mut alerts = Vec::new();
+    let count = |family: &Family<KindLabels, Counter>, kind: &str| {
+        Metrics::count(family, &key.namespace, &key.name, kind);
+    };
     for step in &steps {
         match step {
             Step::Fence { site, why } => {
                 let Some(pool) = pools.get(site) else { continue };
                 match apply::fence(pool, site, tuning.bounds).await {
                     Ok(()) => {
-                        event(
-                            shared,
-                            &group,
-                            true,
-                            "Fenced",
-                            format!("site {site} fenced: {why:?}"),
-                        )
-                        .await
+                        count(&shared.metrics.actions, "fence");
+                        let reason = match why {
+                            FenceWhy::SplitBrainLoser { .. } => "SplitBrainDetected",
+                            FenceWhy::NonCandidateWriter { .. } => "SiteFenced",
+                        };
+                        let note = format!("site {site} fenced: {why:?}");
+                        event(shared, &group, true, reason, note).await;
                     }
-                    Err(error) => failures.push(error.to_string()),
+                    Err(error) => {
+                        count(&shared.metrics.action_failures, "fence");
+                        failures.push(error.to_string());
+                    }
                 }
             }
             Step::Promote { site, by } => {
@@ -343,17 +425,17 @@ pub async fn poll_once(
                                 bloodraven_crashpoint::Step::OperatorFailoverAfterPromote,
                             );
                         }
-                        event(
-                            shared,
-                            &group,
-                            emergency,
-                            "Promoted",
-                            format!("site {site} promoted: {by:?}"),
-                        )
-                        .await;
+                        count(
+                            &shared.metrics.actions,
+                            if emergency { "failover" } else { "promote" },
+                        );
+                        let reason = if emergency { "FailoverExecuted" } else { "PrimaryPromoted" };
+                        let note = format!("site {site} promoted: {by:?}");
+                        event(shared, &group, emergency, reason, note).await;
                         promoted = Some((site.clone(), gtid, emergency));
                     }
                     Err(error) => {
+                        count(&shared.metrics.action_failures, "promote");
                         failures.push(error.to_string());
                         // Nothing after a failed promotion: the next poll observes again.
                         break;
@@ -389,28 +471,31 @@ pub async fn poll_once(
                 };
                 match apply::repoint(follower, site, primary, &target, tuning.bounds).await {
                     Ok(()) => {
-                        event(
-                            shared,
-                            &group,
-                            false,
-                            "Repointed",
-                            format!("site {site} repointed at {source}: {reason:?}"),
-                        )
-                        .await
+                        count(&shared.metrics.actions, "repoint");
+                        let note = format!("site {site} repointed at {source}: {reason:?}");
+                        event(shared, &group, false, "FollowerRepointed", note).await;
                     }
-                    Err(error) => failures.push(error.to_string()),
+                    Err(error) => {
+                        count(&shared.metrics.action_failures, "repoint");
+                        failures.push(error.to_string());
+                    }
                 }
             }
-            Step::Block { site, divergent } => blocked.push((site.clone(), divergent.clone())),
-            Step::Alert(alert) => alerts.push(format!("{alert:?}")),
+            Step::Block { site, divergent } => {
+                count(&shared.metrics.actions, "block");
+                blocked.push((site.clone(), divergent.clone()));
+            }
+            Step::Alert(alert) => alerts.push((alert_reason(alert), format!("{alert:?}"))),
         }
     }
-    if alerts != state.last_alerts {
-        for alert in &alerts {
+    let texts: Vec<String> = alerts.iter().map(|(_, text)| text.clone()).collect();
+    if texts != state.last_alerts {
+        for (reason, alert) in &alerts {
             tracing::warn!(namespace = %key.namespace, group = %key.name, alert, "topology alert");
-            event(shared, &group, true, "TopologyAlert", alert.clone()).await;
+            count(&shared.metrics.alerts, reason);
+            event(shared, &group, true, reason, alert.clone()).await;
         }
-        state.last_alerts = alerts;
+        state.last_alerts = texts;
     }
 
     // Publish: the -primary Service, pod labels, then the status.
@@ -435,7 +520,7 @@ pub async fn poll_once(
         .await
         .map_err(kube_error("applying the group's status"))?;
     publish_snapshot(shared, key, active, now);
-    Ok(true)
+    Ok(Some(tuning.poll_interval))
 }
 
 fn publish_snapshot(shared: &Shared, key: &GroupKey, active: Option<String>, now: Timestamp) {
@@ -499,4 +584,20 @@ async fn publish_primary(
             .map_err(kube_error(format!("labelling pod {pod_name}")))?;
     }
     Ok(())
+}
+
+/// The Event reason (upstream's names where research §8 has them) and metric label of an alert.
+fn alert_reason(alert: &Alert) -> &'static str {
+    match alert {
+        Alert::NoPrimary { .. } => "NoPrimaryDetected",
+        Alert::CandidatesIncomparable { .. } => "CandidatesIncomparable",
+        Alert::SplitBrainUnresolved { .. } => "SplitBrainDetected",
+        Alert::Cooldown { .. } => "FailoverCooldown",
+        Alert::Deferred(_) => "AutomationDeferred",
+        Alert::FollowerDiverged { .. } => "FollowerDiverged",
+        Alert::ReassertBlocked { .. } => "ReassertBlocked",
+        Alert::ActiveUnreachable { .. } => "ActiveSiteUnreachable",
+        Alert::ActiveNotCandidate { .. } => "ActiveSiteNotCandidate",
+        Alert::ActiveUnknown { .. } => "ActiveSiteUnknown",
+    }
 }

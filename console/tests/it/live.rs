@@ -33,3 +33,74 @@ async fn live_lab_reaches_a_ready_three_site_group_and_stops_leaving_no_mysqld()
     }
     assert!(!directory.exists(), "{} left behind", directory.display());
 }
+
+/// The real binary: `lab --live --serve` reaches Ready sites, and SIGHUP (a closed terminal)
+/// ends it with every mysqld and its folder.
+#[test]
+fn the_live_lab_binary_stops_every_mysqld_on_sighup() {
+    use std::io::BufRead as _;
+    use std::process::{Command, Stdio};
+
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bloodraven"))
+        .args(["lab", "--live", "--serve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let mut child = Reap(child);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut seen = Vec::new();
+    let ready = loop {
+        let line = receiver
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|e| panic!("waited for `live lab ready` ({e}); saw {seen:#?}"));
+        if line.starts_with("live lab ready:") {
+            break line;
+        }
+        seen.push(line);
+    };
+    assert!(seen.iter().any(|l| l.contains("no operator yet")), "{seen:#?}");
+    let pids: Vec<u32> = ready
+        .split("(pid ")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next()?.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3, "{ready}");
+    let kubeconfig = ready
+        .split("kubeconfig ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .map(std::path::PathBuf::from)
+        .unwrap();
+    assert!(kubeconfig.is_file(), "{ready}");
+
+    let hup = Command::new("kill").args(["-HUP", &child.0.id().to_string()]).status().unwrap();
+    assert!(hup.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "lab --live did not stop on SIGHUP");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(pids.iter().all(|pid| !alive(*pid)), "mysqld left running: {pids:?}");
+    assert!(!kubeconfig.exists(), "{} left behind", kubeconfig.display());
+}

@@ -62,11 +62,11 @@ async fn terminated() -> &'static str {
 #[allow(clippy::print_stdout, reason = "the binary's output is the report")]
 #[allow(clippy::print_stderr, reason = "the interruption notice goes to stderr")]
 fn main() -> anyhow::Result<ExitCode> {
+    // The proxy logs a warning per link as the hub stops at the end of a run: noise here.
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(
+            |_| tracing_subscriber::EnvFilter::new("warn,bloodraven_sites::proxy=error"),
+        ))
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {

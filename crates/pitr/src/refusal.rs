@@ -238,6 +238,8 @@ pub enum Check {
     ArchiveOpen,
     /// 3: a manifest records a reset epoch.
     HistoryReset,
+    /// 3 (as soon as found): a read row's bytes disagree with its manifest hint.
+    ObjectsValid,
     /// 4: X ∩ B.
     ExcludeIntersectsBackup,
     /// 5: a backup GTID archived more than δ after the dump finished.
@@ -327,6 +329,12 @@ pub const REFUSAL_ORDER: &[OrderRow] = &[
         check: Check::HistoryReset,
         tokens: &[Token::ArchiveHistoryReset],
         when: "a manifest records a reset epoch: \"site <s> records reset epoch <n> …\"",
+    },
+    OrderRow {
+        step: 3,
+        check: Check::ObjectsValid,
+        tokens: &[Token::ArchiveObjectInvalid],
+        when: "\"refuses as soon as it is found\": the index pass read a row whose GTIDs differ from its manifest hint (ambiguity 33)",
     },
     OrderRow {
         step: 4,

@@ -55,3 +55,43 @@ async fn a_drill_that_needs_the_operator_is_refused_without_one() {
     let err = run(&drill, &RunOptions::default()).await.unwrap_err().to_string();
     assert!(err.contains("requires the operator") && err.contains("--operator-bin"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_wait_says_what_it_waited_for_and_what_it_saw_and_stops_the_drill() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("manifests")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("drills/manifests/three-sites.yaml"),
+        dir.path().join("manifests/three-sites.yaml"),
+    )
+    .unwrap();
+    let path = dir.path().join("fails.yaml");
+    std::fs::write(
+        &path,
+        "name: fails\nsteps:\n  - startGroup: {manifest: manifests/three-sites.yaml}\n  \
+         - startWorkload: {rate: 20}\n  \
+         - wait: {until: {replica: {site: iad, io: \"Yes\"}}, timeout: 1s}\n  \
+         - kill: {site: pdx}\n",
+    )
+    .unwrap();
+    let drill = load(&path).unwrap();
+    let report = run(&drill, &RunOptions::default()).await.unwrap();
+    assert!(!report.passed);
+    assert_eq!(report.steps.len(), 3, "the drill stops at the failed step:\n{}", report.human());
+    let failed = &report.steps[2];
+    assert!(!failed.ok);
+    assert!(
+        failed.detail.contains("waited 1s for {\"replica\"")
+            && failed.detail.contains("last seen: iad: no replication"),
+        "{}",
+        failed.detail
+    );
+    let error = report.error.clone().unwrap();
+    assert!(error.starts_with("steps[2] (wait) failed"), "{error}");
+    assert!(error.contains("workload \"workload\" at the failure"), "{error}");
+    let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+    assert_eq!(json["passed"], false);
+    assert_eq!(json["steps"][2]["kind"], "wait");
+    assert_eq!(json["steps"][2]["ok"], false);
+    assert!(report.human().contains("FAIL steps[2] wait"), "{}", report.human());
+}

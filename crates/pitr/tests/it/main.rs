@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+mod anchors;
+mod archive_bugs;
 mod examples;
 mod helpers;
 mod order;

@@ -259,7 +259,7 @@ fn cases() -> Vec<(&'static str, Case, Token)> {
         (
             "needed row never archived",
             with(|c| {
-                c.history.files[1].bytes = RowBytes::Read(Vec::new());
+                c.history.files.truncate(1);
                 let mut lab = Lab { history: std::mem::take(&mut c.history) };
                 lab.file("a", &range(A, 1, 35), &seq(A, 36, 60, 36, 1));
                 c.history = lab.history;
@@ -387,4 +387,75 @@ fn coverage_json_is_version_2_for_plans_and_refusals() {
     let doc = bloodraven_pitr::coverage_json("ar1-lab", &refused.request, &refused.run());
     let value = serde_json::to_value(&doc).unwrap();
     assert_eq!(value["refusal"], "PITRTargetNotCovered");
+}
+
+#[test]
+fn a_read_row_whose_hint_disagrees_with_its_bytes_is_object_invalid() {
+    let case = with(|c| c.history.files[1].bytes = RowBytes::Read(Vec::new()));
+    assert_eq!(case.run().unwrap_err().token, Token::ArchiveObjectInvalid);
+}
+
+#[test]
+fn quarantined_rows_are_evidence_for_d_but_never_the_witness() {
+    let mut lab = simple();
+    let f = lab.file("b", &range(A, 1, 30), &[(B, 1, 35)]);
+    lab.history.files[f].quarantined = true;
+    let case = Case::new(lab);
+    let refusal = case.run().unwrap_err();
+    assert_eq!(refusal.token, Token::ArchiveDivergentHistory, "{refusal}");
+
+    let mut lab = simple();
+    let f = lab.file("b", &range(A, 1, 60), &[(A, 61, 100)]);
+    lab.history.files[f].quarantined = true;
+    let mut case = Case::new(lab);
+    case.request.target = Some(text(t(100)));
+    assert_eq!(case.run().unwrap_err().token, Token::TargetNotCovered);
+}
+
+#[test]
+fn a_marked_site_holding_an_earlier_candidate_refuses_at_the_witness_step() {
+    // a's second row starts at t51; marked c committed C:1 at t45, between T (t40) and it.
+    let mut lab = Lab::new();
+    lab.promotion("a", A, &GtidSet::new(), 0);
+    lab.file("a", &GtidSet::new(), &seq(A, 1, 30, 1, 1));
+    lab.file("a", &range(A, 1, 30), &seq(A, 31, 60, 51, 1));
+    lab.file("c", &range(A, 1, 30), &[(bloodraven_archive::fixtures::UUID_C, 1, 45)]);
+    lab.history.marked.insert("c".into());
+    let refusal = Case::new(lab).run().unwrap_err();
+    assert_eq!(refusal.token, Token::ArchiveUnsafeHistory, "{refusal}");
+    assert!(refusal.message.contains("before the unmarked candidate"), "{}", refusal.message);
+}
+
+#[test]
+fn backup_transactions_no_longer_archived_need_the_server_clock_check() {
+    let case = with(|c| {
+        c.backup.gtid_executed = Some(range(A, 1, 10).union(&range(B, 1, 3)));
+        c.request.target = Some(text(t(11)));
+        if let Some(stamp) = c.backup.stamp.as_mut() {
+            stamp.server_clock_end = Some(t(20));
+        }
+    });
+    let refusal = case.run().unwrap_err();
+    assert_eq!(refusal.token, Token::BackupAfterTarget);
+    assert!(refusal.message.contains("no longer archived"), "{}", refusal.message);
+    assert!(refusal.message.contains("use a target at or after 2026-11-05T09:30:21.000000Z"));
+    // At serverClock.end + 1 s the frontier accepts it (B is then off Λ: step 7).
+    let later = with(|c| {
+        c.backup.gtid_executed = Some(range(A, 1, 10).union(&range(B, 1, 3)));
+        c.request.target = Some(text(t(21)));
+        if let Some(stamp) = c.backup.stamp.as_mut() {
+            stamp.server_clock_end = Some(t(20));
+        }
+    });
+    assert_eq!(later.run().unwrap_err().token, Token::BackupNotOnLineage);
+}
+
+#[test]
+fn an_on_history_exclusion_is_skipped_and_reported() {
+    let case = with(|c| c.request.exclude_gtids = format!("{A}:35"));
+    let plan = case.run().unwrap();
+    assert_eq!(plan.certified, range(A, 1, 39).difference(&range(A, 35, 35)));
+    assert_eq!(plan.on_history_excluded, range(A, 35, 35));
+    assert!(plan.excluded_divergent.is_empty());
+    assert!(plan.segments.iter().all(|s| !s.gtids.contains(&bloodraven_gtid::Gtid::new(A, 35))));
 }
