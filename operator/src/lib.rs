@@ -7,11 +7,13 @@
 
 pub mod apply;
 pub mod controller;
+mod credentials;
 pub mod http;
 pub mod lease;
 pub mod manager;
 pub mod metrics;
 pub mod observe;
+mod publish;
 pub mod sql;
 pub mod status;
 pub mod topology;

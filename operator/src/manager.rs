@@ -11,24 +11,25 @@ use bloodraven_crd::{
 };
 use bloodraven_facts::site_facts;
 use bloodraven_gtid::GtidSet;
-use bloodraven_workloads::{Resolver, SiteNames, labels, ports, primary_service};
+use bloodraven_workloads::{Resolver, SiteNames, ports};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Resource, ResourceExt};
 use mysql_async::Pool;
 
+use crate::credentials::credentials;
 use crate::metrics::{GroupLabels, KindLabels, Metrics, SiteLabels};
-use crate::observe::{self, Account, Bounds, Pools};
+use crate::observe::{self, Bounds, Pools};
+use crate::publish::{publish_primary, publish_snapshot};
 use crate::status::{FIELD_MANAGER, PollOutcome, render, time};
 use crate::topology::{Alert, Deferral, FenceWhy, History, PlanInput, PromoteWhy, Step, plan};
 use crate::{apply, sql};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-/// Defaults of the spec fields the CRD does not carry yet (issue 12: `pollInterval`,
-/// `failureThreshold`, `recoveryThreshold`).
+/// Fallbacks of `spec.pollInterval`, `spec.failureThreshold`, `spec.recoveryThreshold` (for a
+/// group that does not carry them), and the site read bounds.
 #[derive(Clone, Copy, Debug)]
 pub struct Tuning {
     /// How often a group is polled.
@@ -121,61 +122,9 @@ pub enum PollError {
     Workload(#[from] bloodraven_workloads::WorkloadError),
 }
 
-fn kube_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> PollError {
+pub(crate) fn kube_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> PollError {
     let what = what.into();
     move |source| PollError::Kube { what, source }
-}
-
-/// The operator's and the replication account.
-#[derive(Clone, Debug)]
-pub struct Credentials {
-    /// The operator's account.
-    pub operator: Account,
-    /// The account followers replicate as.
-    pub replication: Account,
-}
-
-fn secret_key(secret: &Secret, key: &str) -> Option<String> {
-    if let Some(value) = secret.data.as_ref().and_then(|data| data.get(key)) {
-        return String::from_utf8(value.0.clone()).ok();
-    }
-    secret.string_data.as_ref().and_then(|data| data.get(key)).cloned()
-}
-
-async fn credentials(
-    client: &kube::Client,
-    group: &MysqlFailoverGroup,
-) -> Result<Credentials, PollError> {
-    let namespace = group.namespace().unwrap_or_default();
-    let Some(spec) = group.spec.credentials.as_ref() else {
-        return Err(PollError::Credentials("spec.credentials is not set".to_owned()));
-    };
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let secret = secrets
-        .get_opt(&spec.operator_secret_name)
-        .await
-        .map_err(kube_error(format!("reading Secret {}", spec.operator_secret_name)))?
-        .ok_or_else(|| {
-            PollError::Credentials(format!(
-                "Secret {namespace}/{} not found",
-                spec.operator_secret_name
-            ))
-        })?;
-    let key = |name: &str| {
-        secret_key(&secret, name).ok_or_else(|| {
-            PollError::Credentials(format!(
-                "Secret {namespace}/{} has no key {name}",
-                spec.operator_secret_name
-            ))
-        })
-    };
-    Ok(Credentials {
-        operator: Account { user: key("username")?, password: key("password")? },
-        replication: Account {
-            user: key("MYSQL_REPLICATION_USER")?,
-            password: key("MYSQL_REPLICATION_PASSWORD")?,
-        },
-    })
 }
 
 /// The state one group task keeps between polls.
@@ -521,69 +470,6 @@ pub async fn poll_once(
         .map_err(kube_error("applying the group's status"))?;
     publish_snapshot(shared, key, active, now);
     Ok(Some(tuning.poll_interval))
-}
-
-fn publish_snapshot(shared: &Shared, key: &GroupKey, active: Option<String>, now: Timestamp) {
-    let Ok(mut published) = shared.published.lock() else { return };
-    let generation = published.get(key).map_or(1, |previous| {
-        previous.topology_generation + u64::from(previous.active_site != active)
-    });
-    published.insert(
-        key.clone(),
-        ActiveSnapshot { active_site: active, observed_at: now, topology_generation: generation },
-    );
-}
-
-async fn publish_primary(
-    shared: &Shared,
-    group: &MysqlFailoverGroup,
-    key: &GroupKey,
-    active: Option<&str>,
-    promoted: Option<&str>,
-    facts: &[bloodraven_facts::SiteFacts],
-) -> Result<(), PollError> {
-    let services: Api<Service> = Api::namespaced(shared.client.clone(), &key.namespace);
-    let service = primary_service(group, active)?;
-    let name = service.name_any();
-    services
-        .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&service))
-        .await
-        .map_err(kube_error(format!("applying Service {name}")))?;
-    // Pod labels: role=primary only on the active, writable site; healthy on answering sites.
-    let pods: Api<Pod> = Api::namespaced(shared.client.clone(), &key.namespace);
-    let selector = labels::group_label_selector(&key.name);
-    let list = pods
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(kube_error("listing the group's pods"))?;
-    for pod in list.items {
-        let pod_labels = pod.labels();
-        let Some(site) = pod_labels.get(labels::SITE) else { continue };
-        let fact = facts.iter().find(|fact| &fact.name == site);
-        let writable =
-            fact.is_some_and(|fact| fact.is_writable()) || promoted == Some(site.as_str());
-        let role = if active == Some(site.as_str()) && writable {
-            labels::ROLE_PRIMARY
-        } else {
-            labels::ROLE_REPLICA
-        };
-        let healthy = fact
-            .is_some_and(|fact| matches!(fact.state, SiteState::Writable | SiteState::ReadOnly));
-        let want_healthy = healthy.then_some(labels::HEALTHY_TRUE);
-        if pod_labels.get(labels::ROLE).map(String::as_str) == Some(role)
-            && pod_labels.get(labels::HEALTHY).map(String::as_str) == want_healthy
-        {
-            continue;
-        }
-        let patch = serde_json::json!({
-            "metadata": { "labels": { labels::ROLE: role, labels::HEALTHY: want_healthy } }
-        });
-        let pod_name = pod.name_any();
-        pods.patch(&pod_name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(kube_error(format!("labelling pod {pod_name}")))?;
-    }
-    Ok(())
 }
 
 /// The Event reason (upstream's names where research §8 has them) and metric label of an alert.

@@ -155,8 +155,27 @@ fn group_ready(group: &MysqlFailoverGroup, not: Option<&str>) -> Option<String> 
     (ready && primary_writable && followers_converged).then_some(active)
 }
 
+/// How the primary is taken away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    /// Its internal link refuses and its mysqld is SIGKILLed (the kubelet restarts it
+    /// read-only, unreachable): a dead site.
+    Killed,
+    /// Its mysqld is SIGSTOPped: connections hang, reads time out (`Unreachable::Timeout`).
+    Frozen,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_site_group_converges_and_fails_over_when_the_primary_dies() {
+    failover_drill(Failure::Killed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_primary_is_unreachable_and_replaced() {
+    failover_drill(Failure::Frozen).await;
+}
+
+async fn failover_drill(failure: Failure) {
     let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
     let (lab, client) = start_lab().await;
     let template = ensure_template_async(&dist).await.expect("the template data directory");
@@ -200,13 +219,17 @@ async fn a_three_site_group_converges_and_fails_over_when_the_primary_dies() {
         &format!("mysql-{GROUP}-{first}-internal"),
         ports::MYSQL,
     );
-    hub.get(&internal).expect("the operator dialled the internal link").set(Fault::Refuse).unwrap();
+    if failure == Failure::Killed {
+        let link = hub.get(&internal).expect("the operator dialled the internal link");
+        link.set(Fault::Refuse).unwrap();
+    }
     let pod = kubelet.pod(NAMESPACE, &format!("mysql-{GROUP}-{first}")).expect("the primary's pod");
     let pid = pod.pid.expect("a running mysqld");
     let killed_at = Instant::now();
+    let signal = if failure == Failure::Killed { "-KILL" } else { "-STOP" };
     let status =
-        std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
-    assert!(status.success(), "kill -KILL {pid}");
+        std::process::Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
     let before = writes.acknowledged();
 
     let second = wait_for("a failover to the other candidate, followers repointed", || async {
@@ -237,6 +260,7 @@ async fn a_three_site_group_converges_and_fails_over_when_the_primary_dies() {
     let new_primary = format!("{}:{}", new_primary.host, new_primary.port).parse().unwrap();
     let report = workload::verify_at(&ledger, new_primary, &APPLICATION).await.expect("the ledger");
     tracing::warn!(
+        ?failure,
         "failover: detection-to-ready {failover:?}; ledger: {} acknowledged, {} present, lost {:?}, \
          in doubt {}, failures {:?}",
         report.acknowledged,
@@ -341,22 +365,28 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_takes_the_lease_serves_http_and_reconciles() {
-    let (lab, client) = start_lab().await;
+    let (lab, _client) = start_lab().await;
     // Without its Secret the group is never dialled: the binary resolves Services through the
     // cluster DNS, which the test must not reach.
     lab.delete("v1", "Secret", Some(NAMESPACE), "mysql-operator-creds").unwrap();
+    // As its ServiceAccount, under the least-privilege RBAC of deploy/operator/rbac.yaml.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let rbac = std::fs::read_to_string(format!("{root}/deploy/operator/rbac.yaml")).unwrap();
+    lab.apply_yaml(&rbac).expect("deploy/operator/rbac.yaml");
+    lab.set_rbac(true).unwrap();
+    let token = lab.service_account_token("bloodraven-system", "bloodraven-operator").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    lab.write_kubeconfig(&kubeconfig, None).unwrap();
+    lab.write_kubeconfig_with_token(&kubeconfig, "operator", &token).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let _child = Child(
+    let child = Child(
         std::process::Command::new(env!("CARGO_BIN_EXE_bloodraven-operator"))
             .env("KUBECONFIG", &kubeconfig)
             .env("RUST_LOG", "info")
-            .args(["--namespace", NAMESPACE, "--leader-election-namespace", NAMESPACE])
+            .args(["--namespace", NAMESPACE, "--leader-election-namespace", "bloodraven-system"])
             .args(["--instance", "replica-a", "--http-address", &addr.to_string()])
-            .stdout(std::process::Stdio::null())
+            .stdout(std::fs::File::create(dir.path().join("operator.log")).unwrap())
             .spawn()
             .expect("the operator binary starts"),
     );
@@ -365,25 +395,32 @@ async fn the_binary_takes_the_lease_serves_http_and_reconciles() {
     })
     .await;
     assert_eq!(http_get(addr, "/healthz").await.unwrap().0, 200);
-    let lease: k8s_openapi::api::coordination::v1::Lease =
-        Api::namespaced(client.clone(), NAMESPACE).get("bloodraven-operator").await.unwrap();
-    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("replica-a"));
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    // The test reads through the library (its own hand): RBAC is on for every client.
+    let lease = lab
+        .get("coordination.k8s.io/v1", "Lease", Some("bloodraven-system"), "bloodraven-operator")
+        .expect("the Lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "replica-a");
     wait_for("the binary's Deployments", || async {
-        (deployments.list(&Default::default()).await.ok()?.items.len() == 3).then_some(())
+        (lab.list("apps/v1", "Deployment").len() == 3).then_some(())
     })
     .await;
-    let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     wait_for("Ready=False/SecretNotFound from the binary", || async {
-        let status = groups.get(GROUP).await.ok()?.status?;
-        let ready = status.condition(&ConditionType::Ready)?.clone();
-        (ready.reason.as_ref().map(|reason| reason.as_str()) == Some("SecretNotFound"))
+        let group =
+            lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some(NAMESPACE), GROUP)?;
+        let conditions = group["status"]["conditions"].as_array()?.clone();
+        conditions
+            .iter()
+            .any(|condition| {
+                condition["type"] == "Ready" && condition["reason"] == "SecretNotFound"
+            })
             .then_some(())
     })
     .await;
     let (code, metrics) = http_get(addr, "/metrics").await.unwrap();
     assert_eq!(code, 200);
     assert!(metrics.contains("bloodraven_topology_polls_total"), "{metrics}");
-    drop(_child);
+    let log = std::fs::read_to_string(dir.path().join("operator.log")).unwrap();
+    assert!(!log.contains("forbidden"), "no call outside the RBAC: {log}");
+    drop(child);
     lab.stop().await.expect("the lab stops");
 }
