@@ -55,6 +55,9 @@ done
 log "tests"
 suite_run="bloodraven-suite-$$-$(date +%s)"
 suite_tmp=$(mktemp -d "${TMPDIR:-/tmp}/bloodraven-suite.XXXXXX")
+# mktemp makes it 0700; tests that drop privileges (the store's EACCES test re-runs itself as
+# nobody) must be able to reach their own folders inside it.
+chmod 0755 "$suite_tmp"
 status=0
 BLOODRAVEN_SUITE_RUN="$suite_run" TMPDIR="$suite_tmp" \
   cargo nextest run --workspace --locked --no-fail-fast "$@" || status=$?

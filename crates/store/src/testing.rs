@@ -150,6 +150,8 @@ impl SeaweedFs {
         let ports = free_ports(PORT_FLAGS.len())?;
         let mut command = Command::new(weed);
         command
+            // glog writes its files to TMPDIR unless told otherwise: keep them in our folder.
+            .arg(format!("-logdir={}", dir.path().display()))
             .arg("mini")
             .arg(format!("-dir={}", data.display()))
             .arg("-ip=127.0.0.1")
