@@ -69,6 +69,23 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
+    /// Exit 2 when any listed group has a finding at or above this severity (info, warning,
+    /// critical). Without it, findings do not change the exit code (0 ok, 1 error).
+    #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
+    pub fail_on: Option<bloodraven_facts::verdict::Severity>,
+    /// Leave out the header row of the list.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// Only groups whose labels match this selector (`app=orders,tier!=test`).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// After the list, print a row each time a group changes (until interrupted).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
+fn parse_severity(text: &str) -> Result<bloodraven_facts::verdict::Severity, String> {
+    bloodraven_facts::verdict::Severity::parse(text).map_err(|error| error.to_string())
 }
 
 /// `status -o`.
@@ -78,6 +95,8 @@ pub enum OutputFormat {
     Wide,
     Json,
     Yaml,
+    /// `mysqlfailovergroup.shipstream.io/<name>`, one a line.
+    Name,
 }
 
 /// `lab` arguments.

@@ -16,6 +16,7 @@ pub mod scenarios;
 pub mod status;
 pub mod summary;
 pub mod tui;
+pub mod verdict;
 
 use std::io::Write as _;
 
@@ -56,8 +57,17 @@ fn scope(global: &GlobalOptions, default_namespace: &str) -> Scope {
     }
 }
 
+/// What the process exits with when the command line ran without an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 0.
+    Success,
+    /// 2: `status --fail-on` found a finding at or above the threshold.
+    Findings,
+}
+
 /// Runs the command line.
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
+pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
     match &cli.command {
         Some(Command::Status(args)) => {
             let (client, connection) =
@@ -67,15 +77,29 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 Scope::All => status::Scope::All,
                 Scope::Namespace(namespace) => status::Scope::Namespace(namespace),
             };
-            let mut out = Vec::new();
-            status::run(client, &scope, args, jiff::Timestamp::now(), &mut out).await?;
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&out)?;
-            stdout.flush()?;
-            Ok(())
+            let mut stdout = std::io::stdout();
+            let mut stderr = std::io::stderr();
+            let outcome = match status::run(
+                client,
+                &scope,
+                args,
+                jiff::Timestamp::now(),
+                &mut stdout,
+                &mut stderr,
+            )
+            .await
+            {
+                Ok(outcome) => outcome,
+                // `| head` closed stdout: end quietly, as kubectl does.
+                Err(error) if status::is_broken_pipe(&error) => return Ok(Exit::Success),
+                Err(error) => return Err(error),
+            };
+            Ok(if outcome.fails(args.fail_on) { Exit::Findings } else { Exit::Success })
         }
         #[cfg(feature = "lab")]
-        Some(Command::Lab(args)) if args.live => live::run(&cli, args).await,
+        Some(Command::Lab(args)) if args.live => {
+            live::run(&cli, args).await.map(|()| Exit::Success)
+        }
         #[cfg(feature = "lab")]
         Some(Command::Lab(args)) => {
             let running = lab::RunningLab::start(&args.scenario, jiff::Timestamp::now()).await?;
@@ -120,7 +144,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 };
                 console(client, options).await?;
             }
-            running.stop().await
+            running.stop().await.map(|()| Exit::Success)
         }
         None => {
             let (client, connection) =
@@ -135,7 +159,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
                 kubeconfig: cli.global.kubeconfig.clone(),
             };
-            console(client, options).await
+            console(client, options).await.map(|()| Exit::Success)
         }
     }
 }

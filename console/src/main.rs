@@ -14,18 +14,21 @@ fn main() -> ExitCode {
         Err(error) => error.exit(),
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(bloodraven_console::Exit::Success) => ExitCode::SUCCESS,
+        Ok(bloodraven_console::Exit::Findings) => ExitCode::from(2),
         Err(error) => {
             #[allow(clippy::print_stderr, reason = "the binary reports its error on stderr")]
-            {
-                eprintln!("error: {error:#}");
+            match error.downcast_ref::<bloodraven_console::status::KubectlError>() {
+                // Worded as kubectl words it (`Error from server (NotFound): ...`).
+                Some(kubectl) => eprintln!("{kubectl}"),
+                None => eprintln!("error: {error:#}"),
             }
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(cli: bloodraven_console::cli::Cli) -> anyhow::Result<()> {
+fn run(cli: bloodraven_console::cli::Cli) -> anyhow::Result<bloodraven_console::Exit> {
     let _log_guard = bloodraven_console::logging::init(cli.global.log_file.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(bloodraven_console::run(cli))

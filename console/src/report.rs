@@ -9,6 +9,7 @@ use bloodraven_crd::group::{
     RestoreStatus,
 };
 use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
+use bloodraven_facts::verdict::Verdict;
 use jiff::Timestamp;
 
 use crate::summary::{self, NONE};
@@ -57,8 +58,30 @@ pub fn list(
     style: ListStyle,
     all_namespaces: bool,
 ) -> String {
-    let mut sorted: Vec<&MysqlFailoverGroup> = groups.iter().collect();
-    sorted.sort_by(|a, b| {
+    let judged: Vec<(&MysqlFailoverGroup, Option<&Verdict>)> =
+        groups.iter().map(|group| (group, None)).collect();
+    list_judged(&judged, now, style, all_namespaces, true)
+}
+
+/// The one word `status` prints for a verdict: `ok`, `info`, `warning` or `critical` (the
+/// TUI shows the same word after its marker).
+pub fn verdict_word(verdict: &Verdict) -> &'static str {
+    verdict.worst().map_or("ok", bloodraven_facts::verdict::Severity::as_str)
+}
+
+/// The list of groups with their verdicts: a `VERDICT` column after `READY`, and with `Wide`
+/// the worst finding's cause last (never cut: the last column is not padded). Without
+/// `headers`, the header row is left out (`--no-headers`).
+pub fn list_judged(
+    groups: &[(&MysqlFailoverGroup, Option<&Verdict>)],
+    now: Timestamp,
+    style: ListStyle,
+    all_namespaces: bool,
+    headers: bool,
+) -> String {
+    let judged = groups.iter().any(|(_, verdict)| verdict.is_some());
+    let mut sorted: Vec<(&MysqlFailoverGroup, Option<&Verdict>)> = groups.to_vec();
+    sorted.sort_by(|(a, _), (b, _)| {
         (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
             .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
     });
@@ -66,13 +89,20 @@ pub fn list(
     if all_namespaces {
         header.push("NAMESPACE");
     }
-    header.extend(["NAME", "ACTIVE", "READY", "SITES", "PLANNED"]);
+    header.extend(["NAME", "ACTIVE", "READY"]);
+    if judged {
+        header.push("VERDICT");
+    }
+    header.extend(["SITES", "PLANNED"]);
     if style == ListStyle::Wide {
         header.extend(["LAST-FAILOVER", "RECOVERY", "RECLONES", "RESTORE", "ARCHIVE"]);
     }
     header.push("AGE");
+    if judged && style == ListStyle::Wide {
+        header.push("FINDING");
+    }
     let mut rows = vec![header.into_iter().map(str::to_owned).collect::<Vec<_>>()];
-    for group in sorted {
+    for (group, verdict) in sorted {
         let mut row = Vec::new();
         if all_namespaces {
             row.push(group.metadata.namespace.clone().unwrap_or_else(|| NONE.to_owned()));
@@ -80,6 +110,9 @@ pub fn list(
         row.push(group.metadata.name.clone().unwrap_or_else(|| NONE.to_owned()));
         row.push(summary::active_site(group));
         row.push(summary::ready_with_hold(group));
+        if judged {
+            row.push(verdict.map_or(NONE, verdict_word).to_owned());
+        }
         row.push(summary::site_counts(group).to_string());
         row.push(summary::planned_phase(group));
         if style == ListStyle::Wide {
@@ -87,15 +120,67 @@ pub fn list(
             row.push(summary::recovery(group));
             row.push(summary::reclone_queue(group));
             row.push(summary::restore_phase(group));
-            row.push(summary::archive_state(group));
+            row.push(match verdict {
+                // The archive as the facts say, never Verified while a condition disagrees.
+                Some(verdict) => verdict.archive.state.clone(),
+                None => summary::archive_state(group),
+            });
         }
         row.push(summary::age_of(now, group.metadata.creation_timestamp.as_ref()));
+        if judged && style == ListStyle::Wide {
+            row.push(
+                verdict
+                    .and_then(|verdict| verdict.problems().next())
+                    .map_or_else(|| NONE.to_owned(), |finding| finding.cause.clone()),
+            );
+        }
         rows.push(row);
     }
     if rows.len() == 1 {
         return "No MysqlFailoverGroups found.\n".to_owned();
     }
+    if !headers {
+        rows.remove(0);
+    }
     columns(&rows)
+}
+
+/// The findings of a single-group report: worst first, each with its cause, the fact it rests
+/// on, what to do and the command on a line of its own (never wrapped or cut).
+pub fn findings(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    if verdict.findings.is_empty() {
+        out.push_str("Verdict:       ok (no finding)\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Verdict:       {} ({} critical, {} warning, {} info)",
+        verdict_word(verdict),
+        verdict.count(bloodraven_facts::verdict::Severity::Critical),
+        verdict.count(bloodraven_facts::verdict::Severity::Warning),
+        verdict.count(bloodraven_facts::verdict::Severity::Info),
+    );
+    for finding in &verdict.findings {
+        let _ = writeln!(
+            out,
+            "  {} {} {}: {}",
+            finding.severity.marker(),
+            finding.severity.as_str(),
+            finding.kind.as_str(),
+            finding.cause
+        );
+        if !finding.fact.is_empty() {
+            let _ = writeln!(out, "      fact:  {}", finding.fact);
+        }
+        if !finding.action.is_empty() {
+            let _ = writeln!(out, "      next:  {}", finding.action);
+        }
+        if let Some(command) = &finding.command {
+            let _ = writeln!(out, "      run:   {command}");
+        }
+    }
+    out
 }
 
 /// The objects `status` could not decode, after the list: one line each with the path and the

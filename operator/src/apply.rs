@@ -3,7 +3,9 @@
 
 use bloodraven_facts::Unreachable;
 use bloodraven_gtid::GtidSet;
-use mysql_async::Pool;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Pool};
+use std::time::Duration;
 
 use crate::observe::{self, Bounds};
 use crate::sql;
@@ -35,6 +37,16 @@ pub enum ApplyError {
         read_only: bool,
         /// `super_read_only` as read back.
         super_read_only: bool,
+    },
+    /// The receiver thread did not stop within the bound (its source does not answer); the
+    /// stuck `STOP REPLICA IO_THREAD` session was killed, the server finishes the stop.
+    #[error(
+        "site {site}: the replication receiver is still stopping (its source does not \
+         answer); the next poll retries the repoint"
+    )]
+    ReceiverStopping {
+        /// The follower.
+        site: String,
     },
     /// The follower gained transactions the primary lacks while its applier ran.
     #[error(
@@ -71,13 +83,73 @@ pub async fn fence(pool: &Pool, site: &str, bounds: Bounds) -> Result<(), ApplyE
     Ok(())
 }
 
-/// `STOP REPLICA`, clear `super_read_only` and `read_only`, read back. Returns the executed set
-/// at promotion.
+/// How long a promotion waits for the receiver to stop: not long, since the stopped applier
+/// already guarantees nothing more is applied; a receiver stuck on a frozen source stops in the
+/// server by `replica_net_timeout`.
+const PROMOTE_RECEIVER_BOUND: Duration = Duration::from_millis(500);
+
+/// How a bounded stop of replication ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stopped {
+    /// Both threads stopped.
+    Both,
+    /// The applier stopped; the receiver's stop outlasted the bound (a frozen source) and goes
+    /// on in the server. Nothing more is applied.
+    ApplierOnly,
+}
+
+/// Stops replication within the bounds: the applier (`STOP REPLICA SQL_THREAD`) first, then the
+/// receiver (`STOP REPLICA IO_THREAD`). A statement that outlasts the bound is not left
+/// holding the session: it is killed from a second connection (`KILL <id>` shuts its socket at
+/// once), and `conn` is replaced by a fresh one, so neither this step nor the next poll waits
+/// on it.
+async fn stop_replication(
+    pool: &Pool,
+    conn: &mut Conn,
+    site: &str,
+    action: &'static str,
+    bounds: Bounds,
+    receiver_bound: Duration,
+) -> Result<Stopped, ApplyError> {
+    for (statement, receiver, bound) in [
+        (sql::STOP_REPLICA_SQL_THREAD, false, bounds.query),
+        (sql::STOP_REPLICA_IO_THREAD, true, receiver_bound),
+    ] {
+        let id = conn.id();
+        match tokio::time::timeout(bound, conn.query_drop(statement)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                return Err(site_error(site, action)(observe::classify_error(&error)));
+            }
+            Err(_) => {
+                tracing::info!(site, statement, id, "bound elapsed; killing the stuck session");
+                if let Ok(mut other) = observe::connect(pool, bounds).await
+                    && let Err(why) = observe::exec(&mut other, &sql::kill(id), bounds).await
+                {
+                    tracing::info!(site, id, ?why, "KILL of the stuck session failed");
+                }
+                *conn = observe::connect(pool, bounds).await.map_err(site_error(site, action))?;
+                if receiver {
+                    return Ok(Stopped::ApplierOnly);
+                }
+                return Err(site_error(site, action)(Unreachable::Timeout));
+            }
+        }
+    }
+    Ok(Stopped::Both)
+}
+
+/// Stops replication (bounded: the applier first, then the receiver, a stuck receiver left to
+/// stop in the server), clears `super_read_only` and `read_only`, reads back. Returns the
+/// executed set at promotion.
 pub async fn promote(pool: &Pool, site: &str, bounds: Bounds) -> Result<GtidSet, ApplyError> {
     let mut conn = observe::connect(pool, bounds).await.map_err(site_error(site, "promote"))?;
-    observe::exec(&mut conn, sql::STOP_REPLICA, bounds)
-        .await
-        .map_err(site_error(site, "promote"))?;
+    let receiver_bound = bounds.query.min(PROMOTE_RECEIVER_BOUND);
+    if stop_replication(pool, &mut conn, site, "promote", bounds, receiver_bound).await?
+        == Stopped::ApplierOnly
+    {
+        tracing::info!(site, "promoting with the receiver still stopping (frozen source)");
+    }
     for statement in sql::UNFENCE {
         observe::exec(&mut conn, statement, bounds).await.map_err(site_error(site, "promote"))?;
     }
@@ -107,9 +179,11 @@ pub async fn repoint(
 ) -> Result<(), ApplyError> {
     let mut conn =
         observe::connect(follower_pool, bounds).await.map_err(site_error(follower, "repoint"))?;
-    observe::exec(&mut conn, sql::STOP_REPLICA, bounds)
-        .await
-        .map_err(site_error(follower, "repoint"))?;
+    if stop_replication(follower_pool, &mut conn, follower, "repoint", bounds, bounds.query).await?
+        == Stopped::ApplierOnly
+    {
+        return Err(ApplyError::ReceiverStopping { site: follower.to_owned() });
+    }
     let (_, _, _, follower_set) =
         observe::read_flags(&mut conn, bounds).await.map_err(site_error(follower, "repoint"))?;
     let mut primary =

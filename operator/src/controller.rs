@@ -10,9 +10,9 @@ use bloodraven_workloads::{Resolver, check_group, site_objects};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -84,6 +84,7 @@ impl Context {
                 tuning,
                 metrics: Arc::default(),
                 published: Published::default(),
+                claims: crate::manager::ClaimSlots::default(),
             }),
             tasks: Mutex::default(),
         }
@@ -128,6 +129,14 @@ pub async fn reconcile(
     context: Arc<Context>,
 ) -> Result<Action, Error> {
     let namespace = group.namespace().ok_or(Error::NoNamespace)?;
+    let key = GroupKey { namespace, name: group.name_any() };
+    if !crate::validate::check(&group.spec).is_empty() {
+        // A refused spec changes no workload; the manager publishes InvalidSpec and waits.
+        tracing::warn!(namespace = %key.namespace, group = %key.name, "spec refused; workloads unchanged");
+        context.ensure_manager(key);
+        return Ok(Action::requeue(Duration::from_secs(300)));
+    }
+    let namespace = key.namespace.clone();
     check_group(&group)?;
     let client = &context.shared.client;
     for site in &group.spec.sites {
@@ -138,7 +147,7 @@ pub async fn reconcile(
         apply::<Service>(client, &namespace, &objects.services.client).await?;
         apply::<Deployment>(client, &namespace, &objects.deployment).await?;
     }
-    context.ensure_manager(GroupKey { namespace, name: group.name_any() });
+    context.ensure_manager(key);
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 
@@ -152,20 +161,101 @@ pub fn error_policy(
     Action::requeue(Duration::from_secs(10))
 }
 
+/// Reconciles a group as stored, read without its type first: one object that does not read as
+/// a `MysqlFailoverGroup` (a hand edit, a skewed CRD) must not stop the watch of every other
+/// group, as a typed list would (its one bad item fails the whole list). An unreadable group is
+/// reported (log, `GroupUnreadable` Event, best-effort `Ready=False` condition) and left alone.
+pub async fn reconcile_stored(
+    object: Arc<DynamicObject>,
+    context: Arc<Context>,
+) -> Result<Action, Error> {
+    match read_group(&object) {
+        Ok(group) => reconcile(Arc::new(group), context).await,
+        Err(problem) => {
+            unreadable(&object, &problem, &context).await;
+            Ok(Action::requeue(Duration::from_secs(60)))
+        }
+    }
+}
+
+/// The typed group of a stored object, or what does not read, with its path.
+pub fn read_group(object: &DynamicObject) -> Result<MysqlFailoverGroup, String> {
+    let value = serde_json::to_value(object).map_err(|error| error.to_string())?;
+    serde_path_to_error::deserialize::<_, MysqlFailoverGroup>(value).map_err(|error| {
+        let path = error.path().to_string();
+        format!(
+            "the stored MysqlFailoverGroup does not read at {path}: {}; fix that field (for \
+             status: kubectl edit --subresource=status, or remove the field) or run an operator \
+             that knows it; the operator takes no action on this group meanwhile",
+            error.inner()
+        )
+    })
+}
+
+async fn unreadable(object: &DynamicObject, problem: &str, context: &Context) {
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.name_any();
+    tracing::warn!(%namespace, group = %name, problem, "group unreadable");
+    let resource = ApiResource::erase::<MysqlFailoverGroup>(&());
+    let reference = object.object_ref(&resource);
+    let event = Event {
+        type_: EventType::Warning,
+        reason: UNREADABLE.to_owned(),
+        note: Some(problem.to_owned()),
+        action: UNREADABLE.to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = context.shared.recorder.publish(&event, &reference).await {
+        tracing::debug!(%error, "event not recorded");
+    }
+    let condition = serde_json::json!({
+        "type": "Ready",
+        "status": "False",
+        "reason": UNREADABLE,
+        "message": problem,
+        "lastTransitionTime": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    });
+    let body = serde_json::json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "status": { "conditions": [condition] },
+    });
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(context.shared.client.clone(), &namespace, &resource);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    if let Err(error) = api.patch_status(&name, &params, &Patch::Apply(&body)).await {
+        tracing::debug!(%error, group = %name, "the unreadable group's condition was not written");
+    }
+}
+
+/// The Event reason and condition reason of a group that does not read.
+pub const UNREADABLE: &str = "GroupUnreadable";
+
+/// Retries a failed reconcile of a stored group after 10 s.
+pub fn error_policy_stored(
+    object: Arc<DynamicObject>,
+    error: &Error,
+    _context: Arc<Context>,
+) -> Action {
+    tracing::warn!(group = %object.name_any(), %error, "reconcile failed");
+    Action::requeue(Duration::from_secs(10))
+}
+
 /// Runs the controller until the stream ends. `namespace`: watch one namespace, or all.
 pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
     let client = context.shared.client.clone();
-    let groups: Api<MysqlFailoverGroup> = match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
+    let resource = ApiResource::erase::<MysqlFailoverGroup>(&());
+    let groups: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
     };
     let deployments: Api<Deployment> = match namespace {
         Some(namespace) => Api::namespaced(client, namespace),
         None => Api::all(client),
     };
-    Controller::new(groups, watcher::Config::default())
+    Controller::new_with(groups, watcher::Config::default(), resource)
         .owns(deployments, watcher::Config::default())
-        .run(reconcile, error_policy, context)
+        .run(reconcile_stored, error_policy_stored, context)
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(group = %object.name, "reconciled"),

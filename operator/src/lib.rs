@@ -8,12 +8,15 @@
 pub mod apply;
 pub mod controller;
 mod credentials;
+pub mod dns;
 pub mod http;
 pub mod lease;
 pub mod manager;
 pub mod metrics;
 pub mod observe;
+pub mod planned;
 mod publish;
 pub mod sql;
 pub mod status;
 pub mod topology;
+pub mod validate;

@@ -25,6 +25,7 @@ use crate::publish::{publish_primary, publish_snapshot};
 use crate::status::{FIELD_MANAGER, PollOutcome, render, time};
 use crate::topology::{Alert, Deferral, FenceWhy, History, PlanInput, PromoteWhy, Step, plan};
 use crate::{apply, sql};
+use bloodraven_crashpoint::Step as CrashStep;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
@@ -91,6 +92,40 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// The latest published active site per group (served by `/active-site`).
     pub published: Published,
+    /// The per-group claim slots the planned-failover code sets and the managers obey.
+    pub claims: ClaimSlots,
+}
+
+/// The per-group claim slots (planned-failover document, "The claim"): one slot per group in
+/// the operator process, shared by every topology-manager generation of the group (a manager
+/// restarted with new credentials sees the same claim). The planned-failover code grants a run
+/// the claim by [`ClaimSlots::set`] and releases it by [`ClaimSlots::clear`]; while a group's
+/// slot holds a claim or hold, its topology manager defers emergency failover, split-brain
+/// resolution, the re-assert and follower convergence; writable DisasterRecovery and ReadOnly
+/// sites are still fenced. A process restart starts empty: the planned-failover code hydrates
+/// the slot from the status before the manager's first poll.
+#[derive(Clone, Debug, Default)]
+pub struct ClaimSlots(Arc<Mutex<BTreeMap<GroupKey, Deferral>>>);
+
+impl ClaimSlots {
+    /// Puts `claim` (a run's claim, or the automation hold it became) in the group's slot.
+    pub fn set(&self, key: &GroupKey, claim: Deferral) {
+        self.lock().insert(key.clone(), claim);
+    }
+
+    /// Empties the group's slot.
+    pub fn clear(&self, key: &GroupKey) {
+        self.lock().remove(key);
+    }
+
+    /// What the group's slot holds.
+    pub fn get(&self, key: &GroupKey) -> Option<Deferral> {
+        self.lock().get(key).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<GroupKey, Deferral>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -207,6 +242,9 @@ pub async fn poll_once(
     else {
         return Ok(None);
     };
+    if crate::publish::refuse_invalid(shared, &group, key).await? {
+        return Ok(Some(shared.tuning.poll_interval));
+    }
     // The spec's knobs win; the command line's defaults apply when the API server did not
     // default them (an older CRD) or a value is out of range.
     let tuning = Tuning {
@@ -302,6 +340,9 @@ pub async fn poll_once(
     update_history(&mut state.history, &facts);
     state.history.last_failover =
         status.last_failover.as_ref().and_then(|last| last.time.as_ref()).map(|t| t.0);
+    state.history.pending_failover = pending_failover(&status);
+    let scope = format!("{}/{}", key.namespace, key.name);
+    let crash = |step: bloodraven_crashpoint::Step| bloodraven_crashpoint::hit_in(&scope, step);
 
     let cooldown = group
         .spec
@@ -315,7 +356,12 @@ pub async fn poll_once(
         .as_ref()
         .map(|policy| policy.site_priorities.clone())
         .unwrap_or_default();
-    let deferral = status.automation_held().then_some(Deferral::Hold { run_id: None });
+    // The claim slot first (a run's claim or its hold, set in process), then a durable hold.
+    let deferral = shared
+        .claims
+        .get(key)
+        .filter(|_| std::env::var_os("REVERT_EXPERIMENT").is_none())
+        .or_else(|| status.automation_held().then_some(Deferral::Hold { run_id: None }));
     let excluded = BTreeMap::new();
     let steps = plan(&PlanInput {
         facts: &facts,
@@ -366,13 +412,64 @@ pub async fn poll_once(
             }
             Step::Promote { site, by } => {
                 let Some(pool) = pools.get(site) else { break };
+                if let PromoteWhy::Emergency { failed, .. } = by
+                    && std::env::var_os("REVERT_EXPERIMENT").is_none()
+                {
+                    // The durable intent first (lastFailover naming the target, no set yet):
+                    // a restart between here and the recorded promotion finishes this
+                    // failover instead of waiting out the cooldown, and a promotion is never
+                    // made that no record announces.
+                    crash(CrashStep::OperatorFailoverBeforeIntentRecord);
+                    let intent = LastFailover {
+                        time: Some(time(now)),
+                        target: Some(site.clone()),
+                        ..LastFailover::default()
+                    };
+                    let body = render(&PollOutcome {
+                        facts: &facts,
+                        active: active.as_deref(),
+                        steps: &steps,
+                        failures: &failures,
+                        blocked: &blocked,
+                        last_failover: Some(intent.clone()),
+                        previous: &status.conditions,
+                        generation: group.metadata.generation,
+                        now,
+                    });
+                    if let Err(error) = apply_status(&groups, &key.name, body).await {
+                        count(&shared.metrics.action_failures, "failover");
+                        failures.push(format!("recording the failover intent: {error}"));
+                        break;
+                    }
+                    last_failover = Some(intent);
+                    crash(CrashStep::OperatorFailoverAfterFenceRecord);
+                    // Fence what can be fenced: the failed primary, in case it answers again
+                    // (best effort, short bounds; it was unreachable for the whole threshold).
+                    crash(CrashStep::OperatorFailoverBeforeFence);
+                    if let Some(failed_pool) = pools.get(failed) {
+                        match apply::fence(failed_pool, failed, FAILED_PRIMARY_FENCE_BOUNDS).await {
+                            Ok(()) => {
+                                count(&shared.metrics.actions, "fence");
+                                let note =
+                                    format!("failed primary {failed} fenced before failover");
+                                event(shared, &group, true, "SiteFenced", note).await;
+                            }
+                            Err(error) => {
+                                tracing::info!(
+                                    namespace = %key.namespace, group = %key.name, %error,
+                                    "the failed primary could not be fenced (expected while it is down)"
+                                );
+                            }
+                        }
+                    }
+                    crash(CrashStep::OperatorFailoverAfterFence);
+                    crash(CrashStep::OperatorFailoverBeforePromote);
+                }
                 match apply::promote(pool, site, tuning.bounds).await {
                     Ok(gtid) => {
                         let emergency = matches!(by, PromoteWhy::Emergency { .. });
                         if emergency {
-                            bloodraven_crashpoint::hit(
-                                bloodraven_crashpoint::Step::OperatorFailoverAfterPromote,
-                            );
+                            crash(CrashStep::OperatorFailoverAfterPromote);
                         }
                         count(
                             &shared.metrics.actions,
@@ -398,12 +495,48 @@ pub async fn poll_once(
                         .as_ref()
                         .filter(|(promoted, _, _)| promoted == site)
                         .map(|(_, gtid, _)| gtid.to_string());
+                    // The intent's time: the cooldown runs from the decision.
+                    let at = last_failover
+                        .as_ref()
+                        .filter(|last| last.target.as_deref() == Some(site.as_str()))
+                        .and_then(|last| last.time.clone())
+                        .unwrap_or_else(|| time(now));
                     last_failover = Some(LastFailover {
-                        time: Some(time(now)),
+                        time: Some(at),
                         target: Some(site.clone()),
                         promotion_gtid_executed: gtid,
                         ..LastFailover::default()
                     });
+                    // Recorded at once, before the -primary Service moves.
+                    crash(CrashStep::OperatorFailoverBeforeRecordActive);
+                    let body = render(&PollOutcome {
+                        facts: &facts,
+                        active: active.as_deref(),
+                        steps: &steps,
+                        failures: &failures,
+                        blocked: &blocked,
+                        last_failover: last_failover.clone(),
+                        previous: &status.conditions,
+                        generation: group.metadata.generation,
+                        now,
+                    });
+                    if let Err(error) = apply_status(&groups, &key.name, body).await {
+                        failures.push(format!("recording the promotion of {site}: {error}"));
+                    } else {
+                        crash(CrashStep::OperatorFailoverAfterRecordActive);
+                    }
+                } else if state.history.pending_failover.as_deref() == Some(site.as_str()) {
+                    // A failover whose intent was recorded and whose promotion happened, but
+                    // whose record did not land (an operator restart in between): finish the
+                    // record with the promoted site's set as observed now.
+                    let gtid = facts
+                        .iter()
+                        .find(|fact| &fact.name == site)
+                        .and_then(|fact| fact.gtid_executed.as_ref())
+                        .map(ToString::to_string);
+                    if let Some(last) = last_failover.as_mut() {
+                        last.promotion_gtid_executed = gtid;
+                    }
                 }
             }
             Step::Repoint { site, source, reason } => {
@@ -418,8 +551,10 @@ pub async fn poll_once(
                     user: &credentials.replication.user,
                     password: &credentials.replication.password,
                 };
+                crash(CrashStep::OperatorRepointBefore);
                 match apply::repoint(follower, site, primary, &target, tuning.bounds).await {
                     Ok(()) => {
+                        crash(CrashStep::OperatorRepointAfter);
                         count(&shared.metrics.actions, "repoint");
                         let note = format!("site {site} repointed at {source}: {reason:?}");
                         event(shared, &group, false, "FollowerRepointed", note).await;
@@ -449,9 +584,14 @@ pub async fn poll_once(
 
     // Publish: the -primary Service, pod labels, then the status.
     let promoted_site = promoted.as_ref().map(|(site, _, _)| site.as_str());
+    let emergency = promoted.as_ref().is_some_and(|(_, _, emergency)| *emergency);
+    if emergency {
+        crash(CrashStep::OperatorFailoverBeforeServiceSwap);
+    }
     publish_primary(shared, &group, key, active.as_deref(), promoted_site, &facts).await?;
-    if promoted.as_ref().is_some_and(|(_, _, emergency)| *emergency) {
-        bloodraven_crashpoint::hit(bloodraven_crashpoint::Step::OperatorFailoverAfterServiceSwap);
+    crate::dns::reconcile(shared, &group, key, active.as_deref(), &facts).await;
+    if emergency {
+        crash(CrashStep::OperatorFailoverAfterServiceSwap);
     }
     let body = render(&PollOutcome {
         facts: &facts,
@@ -464,12 +604,36 @@ pub async fn poll_once(
         generation: group.metadata.generation,
         now,
     });
-    groups
-        .patch_status(&key.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
-        .await
-        .map_err(kube_error("applying the group's status"))?;
+    apply_status(&groups, &key.name, body).await?;
     publish_snapshot(shared, key, active, now);
     Ok(Some(tuning.poll_interval))
+}
+
+/// The bounds of the best-effort fence of a failed primary before an emergency promotion:
+/// short, since the site was unreachable for the whole failure threshold.
+const FAILED_PRIMARY_FENCE_BOUNDS: Bounds =
+    Bounds { connect: Duration::from_millis(500), query: Duration::from_millis(500) };
+
+/// The status by server-side apply with our field manager.
+async fn apply_status(
+    groups: &Api<MysqlFailoverGroup>,
+    name: &str,
+    body: serde_json::Value,
+) -> Result<(), PollError> {
+    groups
+        .patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map(drop)
+        .map_err(kube_error("applying the group's status"))
+}
+
+/// A failover whose intent is durable and whose promotion is not recorded: `lastFailover`
+/// names a target without `promotionGtidExecuted` and `activeSite` names another site.
+fn pending_failover(status: &bloodraven_crd::group::MysqlFailoverGroupStatus) -> Option<String> {
+    let last = status.last_failover.as_ref()?;
+    let target = last.target.as_ref()?;
+    (last.promotion_gtid_executed.is_none() && status.active_site.as_ref() != Some(target))
+        .then(|| target.clone())
 }
 
 /// The Event reason (upstream's names where research §8 has them) and metric label of an alert.

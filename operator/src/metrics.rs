@@ -8,6 +8,12 @@
 //! | `bloodraven_topology_action_failures_total` | namespace, group, action | steps that failed (retried next poll) |
 //! | `bloodraven_topology_alerts_total` | namespace, group, alert | alerts raised (counted when the set of alerts changes): `NoPrimary`, `SplitBrainUnresolved`, `FollowerDiverged`, `Cooldown`, … |
 //! | `bloodraven_site_up` | namespace, group, site | 1 when the site answered the last poll |
+//! | `bloodraven_dns_flips_total` | namespace, group, site | the DNS record moved to the site (upstream's name) |
+//! | `bloodraven_dns_update_failures_total` | namespace, group | a DNS publication failed or the spec cannot be published |
+//! | `bloodraven_invalid_spec` | namespace, group | 1 while the group's spec is refused (`InvalidSpec`) |
+//!
+//! [`NAMES`] lists every metric name; the catalog (`bloodraven_crd::catalog::topology`) and the
+//! operator README list the same (a test checks both).
 
 use std::sync::Mutex;
 
@@ -50,6 +56,19 @@ pub struct SiteLabels {
     pub site: String,
 }
 
+/// Every metric this registry exposes (the names as scraped, counters with `_total`).
+pub const NAMES: &[&str] = &[
+    "bloodraven_topology_polls_total",
+    "bloodraven_topology_poll_duration_seconds",
+    "bloodraven_topology_actions_total",
+    "bloodraven_topology_action_failures_total",
+    "bloodraven_topology_alerts_total",
+    "bloodraven_site_up",
+    "bloodraven_dns_flips_total",
+    "bloodraven_dns_update_failures_total",
+    "bloodraven_invalid_spec",
+];
+
 fn poll_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 12))
 }
@@ -69,6 +88,12 @@ pub struct Metrics {
     pub alerts: Family<KindLabels, Counter>,
     /// Site answered the last poll.
     pub site_up: Family<SiteLabels, Gauge>,
+    /// DNS record moves, by the site it names now.
+    pub dns_flips: Family<SiteLabels, Counter>,
+    /// DNS publications that failed.
+    pub dns_failures: Family<GroupLabels, Counter>,
+    /// 1 while the group's spec is refused.
+    pub invalid_spec: Family<GroupLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -103,6 +128,24 @@ impl Default for Metrics {
         );
         registry.register("topology_alerts", "Topology alerts raised", alerts.clone());
         registry.register("site_up", "1 when the site answered the last poll", site_up.clone());
+        let dns_flips = Family::<SiteLabels, Counter>::default();
+        let dns_failures = Family::<GroupLabels, Counter>::default();
+        let invalid_spec = Family::<GroupLabels, Gauge>::default();
+        registry.register(
+            "dns_flips",
+            "The group's DNS record moved to the site",
+            dns_flips.clone(),
+        );
+        registry.register(
+            "dns_update_failures",
+            "DNS publications that failed or could not be built from the spec",
+            dns_failures.clone(),
+        );
+        registry.register(
+            "invalid_spec",
+            "1 while the group's spec is refused (Ready=False, InvalidSpec)",
+            invalid_spec.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             polls,
@@ -111,6 +154,9 @@ impl Default for Metrics {
             action_failures,
             alerts,
             site_up,
+            dns_flips,
+            dns_failures,
+            invalid_spec,
         }
     }
 }
@@ -154,5 +200,154 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE bloodraven_topology_actions counter"), "{text}");
+    }
+
+    /// String literals of Rust source before its `#[cfg(test)]` module (comments skipped).
+    fn literals(source: &str) -> Vec<String> {
+        let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut out = Vec::new();
+        let mut chars = source.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '/' if chars.peek() == Some(&'/') => {
+                    for c in chars.by_ref() {
+                        if c == '\n' {
+                            break;
+                        }
+                    }
+                }
+                '\'' => {
+                    // A char literal ('"', '\'') or a lifetime: skip to its end.
+                    let mut taken = String::new();
+                    while let Some(&next) = chars.peek() {
+                        if next.is_alphanumeric() || next == '_' {
+                            taken.push(next);
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    if taken.is_empty() {
+                        if chars.next() == Some('\\') {
+                            chars.next();
+                        }
+                        chars.next();
+                    }
+                }
+                '"' => {
+                    let mut text = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => {
+                                chars.next();
+                            }
+                            '"' => break,
+                            c => text.push(c),
+                        }
+                    }
+                    out.push(text);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A literal shaped like an Event reason: `CamelCase`, letters only, two humps or more.
+    fn reason_like(text: &str) -> bool {
+        text.len() >= 6
+            && text.starts_with(|c: char| c.is_ascii_uppercase())
+            && text.chars().all(|c| c.is_ascii_alphabetic())
+            && text.chars().filter(char::is_ascii_uppercase).count() >= 2
+    }
+
+    /// Every Event reason and metric the operator emits is in the catalog
+    /// (`bloodraven_crd::catalog::topology`) and in the README, and vice versa.
+    #[test]
+    fn events_and_metrics_match_the_catalog_and_the_readme() {
+        use bloodraven_crd::catalog::topology::{EVENTS, METRICS};
+        let root = env!("CARGO_MANIFEST_DIR");
+        // Reason-shaped literals that are not Event reasons: condition reasons, kinds, roles.
+        let not_events = [
+            "MysqlFailoverGroup",
+            "DNSEndpoint",
+            "SecretNotFound",
+            "NoPrimary",
+            "PrimaryCandidate",
+            "DisasterRecovery",
+            "ReadOnly",
+        ];
+        let mut emitted = std::collections::BTreeSet::new();
+        for file in ["manager", "dns", "publish", "validate", "controller", "status"] {
+            let source = std::fs::read_to_string(format!("{root}/src/{file}.rs")).unwrap();
+            for literal in literals(&source) {
+                if reason_like(&literal) && !not_events.contains(&literal.as_str()) {
+                    emitted.insert(literal);
+                }
+            }
+        }
+        let catalogued: std::collections::BTreeSet<String> =
+            EVENTS.iter().map(|entry| entry.reason.to_owned()).collect();
+        assert_eq!(
+            emitted, catalogued,
+            "Event reasons in operator/src (left) and in the catalog (right) differ"
+        );
+        let mut names: Vec<&str> = METRICS.iter().map(|entry| entry.name).collect();
+        names.sort_unstable();
+        let mut ours = NAMES.to_vec();
+        ours.sort_unstable();
+        assert_eq!(ours, names, "metrics::NAMES (left) and the catalog (right) differ");
+
+        let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+        for entry in EVENTS {
+            assert!(
+                readme.contains(&format!("`{}`", entry.reason)),
+                "README lacks {}",
+                entry.reason
+            );
+        }
+        for name in NAMES {
+            assert!(readme.contains(&format!("| `{name}`")), "README's table lacks {name}");
+        }
+        for line in readme.lines().filter(|line| line.starts_with("| `bloodraven_")) {
+            let name = line.trim_start_matches("| `").split('`').next().unwrap_or_default();
+            assert!(NAMES.contains(&name), "README lists {name}, which the operator lacks");
+        }
+    }
+
+    /// `NAMES` is exactly what the registry exposes once every family has a sample.
+    #[test]
+    fn names_are_every_registered_metric() {
+        let metrics = Metrics::default();
+        let group = GroupLabels { namespace: "n".to_owned(), group: "g".to_owned() };
+        let site =
+            SiteLabels { namespace: "n".to_owned(), group: "g".to_owned(), site: "s".to_owned() };
+        metrics.polls.get_or_create(&group).inc();
+        metrics.poll_seconds.get_or_create(&group).observe(0.1);
+        for family in [&metrics.actions, &metrics.action_failures, &metrics.alerts] {
+            Metrics::count(family, "n", "g", "k");
+        }
+        metrics.site_up.get_or_create(&site).set(1);
+        metrics.dns_flips.get_or_create(&site).inc();
+        metrics.dns_failures.get_or_create(&group).inc();
+        metrics.invalid_spec.get_or_create(&group).set(1);
+        let text = metrics.render();
+        let mut scraped: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.split(['{', ' ']).next())
+            .map(|name| {
+                ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .filter(|_| name.contains("duration"))
+                    .unwrap_or(name)
+            })
+            .collect();
+        scraped.sort_unstable();
+        scraped.dedup();
+        let mut names = NAMES.to_vec();
+        names.sort_unstable();
+        assert_eq!(scraped, names);
     }
 }

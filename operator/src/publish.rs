@@ -6,11 +6,68 @@ use bloodraven_crd::group::SiteState;
 use bloodraven_workloads::{labels, primary_service};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
 
 use crate::manager::{ActiveSnapshot, GroupKey, PollError, Shared, kube_error};
-use crate::status::FIELD_MANAGER;
+use crate::metrics::GroupLabels;
+use crate::status::{FIELD_MANAGER, render_refused};
+use crate::validate;
+
+/// Publishes an Event on the group; best effort (a failure is logged at debug).
+pub(crate) async fn event(
+    shared: &Shared,
+    group: &MysqlFailoverGroup,
+    warning: bool,
+    reason: &str,
+    note: String,
+) {
+    let reference = group.object_ref(&());
+    let event = Event {
+        type_: if warning { EventType::Warning } else { EventType::Normal },
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: reason.to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = shared.recorder.publish(&event, &reference).await {
+        tracing::debug!(%error, reason, "event not recorded");
+    }
+}
+
+/// Refuses a group whose spec [`validate::check`] rejects: publishes `Ready=False`/
+/// `Degraded=True` with reason `InvalidSpec` (keeping the record), a Warning Event
+/// `InvalidSpec` when the message changes, and the `bloodraven_invalid_spec` gauge.
+/// `Ok(true)`: the group was refused and the poll must take no action.
+pub(crate) async fn refuse_invalid(
+    shared: &Shared,
+    group: &MysqlFailoverGroup,
+    key: &GroupKey,
+) -> Result<bool, PollError> {
+    let problems = validate::check(&group.spec);
+    let labels = GroupLabels { namespace: key.namespace.clone(), group: key.name.clone() };
+    shared.metrics.invalid_spec.get_or_create(&labels).set(i64::from(!problems.is_empty()));
+    if problems.is_empty() {
+        return Ok(false);
+    }
+    let message = validate::message(&problems);
+    let previous = group.status.clone().unwrap_or_default();
+    let unchanged = previous
+        .condition(&bloodraven_crd::ConditionType::Ready)
+        .is_some_and(|ready| ready.message.as_deref() == Some(message.as_str()));
+    if !unchanged {
+        tracing::warn!(namespace = %key.namespace, group = %key.name, %message, "group refused");
+        event(shared, group, true, validate::REASON, message.clone()).await;
+    }
+    let body = render_refused(&previous, &message, group.metadata.generation, Timestamp::now());
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(shared.client.clone(), &key.namespace);
+    groups
+        .patch_status(&key.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map_err(kube_error("applying the group's status"))?;
+    Ok(true)
+}
 
 pub(crate) fn publish_snapshot(
     shared: &Shared,

@@ -16,6 +16,18 @@ pub const FENCE: &str = "SET GLOBAL super_read_only = ON";
 /// Stop both replication threads (metadata kept).
 pub const STOP_REPLICA: &str = "STOP REPLICA";
 
+/// Stop the applier (SQL) thread only: it does not wait on the source, so it stops within the
+/// current transaction.
+pub const STOP_REPLICA_SQL_THREAD: &str = "STOP REPLICA SQL_THREAD";
+
+/// Stop the receiver (I/O) thread: on a frozen source it can wait until `replica_net_timeout`.
+pub const STOP_REPLICA_IO_THREAD: &str = "STOP REPLICA IO_THREAD";
+
+/// `KILL <id>`: ends a session (its socket is shut at once) from another connection.
+pub fn kill(connection_id: u32) -> String {
+    format!("KILL {connection_id}")
+}
+
 /// Start both replication threads.
 pub const START_REPLICA: &str = "START REPLICA";
 
@@ -75,6 +87,11 @@ pub fn change_source(target: &SourceTarget<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kill_names_the_session() {
+        assert_eq!(kill(42), "KILL 42");
+    }
 
     #[test]
     fn quote_escapes_what_would_end_the_literal() {

@@ -249,6 +249,57 @@ pub fn render(outcome: &PollOutcome<'_>) -> serde_json::Value {
     })
 }
 
+/// The status of a group the operator refuses to act on ([`crate::validate`]): `Ready=False`
+/// and `Degraded=True` with reason `InvalidSpec` and `message`; the record (`activeSite`,
+/// `lastFailover`, `sites`) is carried unchanged, since server-side apply drops fields this
+/// manager stops sending.
+pub fn render_refused(
+    previous: &bloodraven_crd::MysqlFailoverGroupStatus,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> serde_json::Value {
+    let conditions: Vec<Condition> = [
+        (ConditionType::Ready, ConditionStatus::False),
+        (ConditionType::Degraded, ConditionStatus::True),
+    ]
+    .into_iter()
+    .map(|(type_, status)| {
+        let transition = previous
+            .condition(&type_)
+            .filter(|old| {
+                old.status == status
+                    && old.reason.as_ref().map(ConditionReason::as_str)
+                        == Some(crate::validate::REASON)
+            })
+            .and_then(|old| old.last_transition_time.clone())
+            .unwrap_or(time(now));
+        Condition {
+            reason: Some(ConditionReason::from(crate::validate::REASON)),
+            message: Some(message.to_owned()),
+            observed_generation: generation,
+            last_transition_time: Some(transition),
+            ..Condition::new(type_, status)
+        }
+    })
+    .collect();
+    let mut status = serde_json::json!({ "conditions": conditions, "sites": previous.sites });
+    if let Some(active) = &previous.active_site {
+        status["activeSite"] = serde_json::Value::from(active.as_str());
+    }
+    if let Some(last) = &previous.last_failover {
+        status["lastFailover"] = serde_json::to_value(last).unwrap_or_default();
+    }
+    if let Some(generation) = generation {
+        status["observedGeneration"] = serde_json::Value::from(generation);
+    }
+    serde_json::json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "status": status,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use bloodraven_crd::group::SiteRole;
@@ -348,6 +399,32 @@ mod tests {
         assert_eq!(pdx["sourceConvergenceReason"], "GTIDDiverged");
         assert_eq!(pdx["divergentGtid"], "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3");
         assert_eq!(pdx["divergentTransactionCount"], 3);
+    }
+
+    #[test]
+    fn a_refused_group_keeps_its_record_and_says_why() {
+        let group = bloodraven_crd::fixtures::GroupFixture::three_sites().build();
+        let previous = group.status.unwrap();
+        let body =
+            render_refused(&previous, "spec.sites: fix it", Some(9), at("2026-11-30T17:00:01Z"));
+        let status = &body["status"];
+        assert_eq!(status["activeSite"], "iad");
+        assert_eq!(status["sites"].as_array().map(Vec::len), Some(3));
+        assert_eq!(status["observedGeneration"], 9);
+        for (index, type_, value) in [(0, "Ready", "False"), (1, "Degraded", "True")] {
+            let condition = &status["conditions"][index];
+            assert_eq!(condition["type"], type_);
+            assert_eq!(condition["status"], value);
+            assert_eq!(condition["reason"], "InvalidSpec");
+            assert_eq!(condition["message"], "spec.sites: fix it");
+            assert_eq!(condition["lastTransitionTime"], "2026-11-30T17:00:01Z");
+        }
+        // Refused again: the transition time stays.
+        let again: bloodraven_crd::MysqlFailoverGroupStatus =
+            serde_json::from_value(status.clone()).unwrap();
+        let body =
+            render_refused(&again, "spec.sites: fix it", Some(9), at("2026-11-30T18:00:00Z"));
+        assert_eq!(body["status"]["conditions"][0]["lastTransitionTime"], "2026-11-30T17:00:01Z");
     }
 
     #[test]

@@ -1,20 +1,108 @@
-//! `bloodraven-sidecar`: the per-MySQL-pod daemon (peer awareness, self-fencing, binlog
-//! archiving, HTTP status).
-//!
-//! This build parses its arguments and says so: no archiver or HTTP server runs yet.
+//! `bloodraven-sidecar`: the per-MySQL-pod daemon. Settings come from the environment the
+//! operator renders (`bloodraven-workloads`); see the crate README.
 
+use std::net::SocketAddr;
+
+use anyhow::Context as _;
+use bloodraven_sidecar::config::{self, Config};
+use bloodraven_sidecar::decide::Timings;
+use bloodraven_sidecar::mysql::MysqlTarget;
 use clap::Parser;
 
-/// Bloodraven sidecar.
-///
-/// This build serves nothing and archives nothing: it parses its arguments, reports that, and
-/// exits with a non-zero status without contacting MySQL, peers or storage.
+/// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
 #[command(name = "bloodraven-sidecar", version, about, long_about)]
-struct Cli {}
+struct Cli {
+    /// This pod's site.
+    #[arg(long, env = "BLOODRAVEN_SITE")]
+    site: String,
+    /// The group's name.
+    #[arg(long, env = "BLOODRAVEN_GROUP")]
+    group: String,
+    /// The group's namespace.
+    #[arg(long, env = "POD_NAMESPACE")]
+    namespace: String,
+    /// The operator's `host:port` (its `/active-site`); empty for none.
+    #[arg(long, env = "BLOODRAVEN_ADDRESS", default_value = "")]
+    operator: String,
+    /// The other sites' sidecars, `host:port`, comma separated.
+    #[arg(long, env = "PEER_ADDRESSES", default_value = "")]
+    peers: String,
+    /// Silence from the operator and every peer beyond this fences a writable server.
+    #[arg(long, env = "LEASE_TIMEOUT", default_value = "20s")]
+    lease_timeout: String,
+    /// How often the peers, the operator and the server are checked.
+    #[arg(long, env = "PEER_CHECK_INTERVAL", default_value = "5s")]
+    peer_check_interval: String,
+    /// How old an operator observation may be and still count (3 × the operator's pollInterval).
+    #[arg(long, env = "ACTIVE_SITE_FRESHNESS", default_value = "6s")]
+    active_site_freshness: String,
+    /// The local server's host.
+    #[arg(long, env = "MYSQL_HOST", default_value = "127.0.0.1")]
+    mysql_host: String,
+    /// The local server's port.
+    #[arg(long, env = "MYSQL_PORT", default_value_t = 3306)]
+    mysql_port: u16,
+    /// The sidecar's MySQL account.
+    #[arg(long, env = "MYSQL_USER", default_value = "bloodraven_sidecar")]
+    mysql_user: String,
+    /// Its password.
+    #[arg(long, env = "MYSQL_PASSWORD", default_value = "", hide_env_values = true)]
+    mysql_password: String,
+    /// Where the HTTP server listens.
+    #[arg(long, env = "SIDECAR_LISTEN", default_value = "0.0.0.0:8080")]
+    listen: SocketAddr,
+}
 
-fn main() -> anyhow::Result<()> {
+impl Cli {
+    fn config(self) -> anyhow::Result<Config> {
+        Ok(Config {
+            timings: Timings {
+                lease_timeout: config::duration("LEASE_TIMEOUT", &self.lease_timeout)?,
+                freshness: config::duration("ACTIVE_SITE_FRESHNESS", &self.active_site_freshness)?,
+            },
+            interval: config::duration("PEER_CHECK_INTERVAL", &self.peer_check_interval)?,
+            peers: config::peers(&self.peers)?,
+            site: self.site,
+            namespace: self.namespace,
+            group: self.group,
+            operator: self.operator,
+            mysql: MysqlTarget {
+                host: self.mysql_host,
+                port: self.mysql_port,
+                user: self.mysql_user,
+                password: self.mysql_password,
+            },
+            listen: self.listen,
+        })
+    }
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let _cli = Cli::parse();
-    anyhow::bail!("no archiver or HTTP server is implemented in this build; nothing was contacted")
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = Cli::parse().config().context("invalid sidecar settings")?;
+    bloodraven_sidecar::run(config, None, shutdown_signal()).await
 }

@@ -16,6 +16,15 @@ pub enum Intent {
     Down,
     Top,
     Bottom,
+    /// A page up / down (PgUp, PgDn) or half a page (ctrl-u, ctrl-d).
+    PageUp,
+    PageDown,
+    HalfPageUp,
+    HalfPageDown,
+    /// Show only the groups with a problem (a finding at Warning or above), or all.
+    ToggleProblems,
+    /// Clear an applied filter (esc on the fleet).
+    ClearFilter,
     Open,
     Back,
     NextTab,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use bloodraven_crd::{MysqlBackup, MysqlBackupVerification, MysqlFailoverGroup};
+use bloodraven_facts::verdict::{Severity, Verdict};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 
@@ -174,6 +175,8 @@ pub struct Ui {
     /// A one-line message (command results, errors).
     pub message: Option<String>,
     pub no_color: bool,
+    /// Show only the groups with a finding at Warning or above (`p`).
+    pub problems_only: bool,
 }
 
 impl Default for Ui {
@@ -191,6 +194,7 @@ impl Default for Ui {
             command: String::new(),
             message: None,
             no_color: false,
+            problems_only: false,
         }
     }
 }
@@ -277,16 +281,30 @@ impl State {
         } else {
             regex::RegexBuilder::new(&self.ui.filter).case_insensitive(true).build().ok()
         };
+        let judge = self.ui.problems_only || filter.is_some();
+        let (backups, verifications) = if judge { self.related() } else { (vec![], vec![]) };
         let mut groups: Vec<&MysqlFailoverGroup> = self
             .data
             .groups
             .iter()
             .filter(|(key, group)| {
+                if !judge {
+                    return true;
+                }
+                let verdict = crate::verdict::of(group, &backups, &verifications, self.now);
+                if self.ui.problems_only && !verdict.at_least(Severity::Warning) {
+                    return false;
+                }
                 filter.as_ref().is_none_or(|filter| {
+                    // Every column the fleet shows, and the verdict's word and causes.
                     filter.is_match(&format!("{}/{}", key.0, key.1))
-                        || filter.is_match(&crate::summary::active_site(group))
-                        || filter.is_match(&crate::summary::planned_phase(group))
-                        || (crate::summary::held(group) && filter.is_match("+held"))
+                        || fleet_cells(group, &verdict, self.now)
+                            .iter()
+                            .any(|cell| filter.is_match(cell))
+                        || (crate::summary::held(group) && filter.is_match("held"))
+                        || verdict.findings.iter().any(|finding| {
+                            filter.is_match(finding.kind.as_str()) || filter.is_match(&finding.cause)
+                        })
                 })
             })
             .map(|(_, group)| group)
@@ -324,7 +342,62 @@ impl State {
     pub fn group(&self, key: &Key) -> Option<&MysqlFailoverGroup> {
         self.data.groups.get(key)
     }
+
+    /// The backups and verifications the verdicts read (copied once per call).
+    pub fn related(&self) -> (Vec<MysqlBackup>, Vec<MysqlBackupVerification>) {
+        (
+            self.data.backups.values().cloned().collect(),
+            self.data.verifications.values().cloned().collect(),
+        )
+    }
+
+    /// The verdict on one group, from everything the console holds.
+    pub fn verdict(&self, group: &MysqlFailoverGroup) -> Verdict {
+        let (backups, verifications) = self.related();
+        crate::verdict::of(group, &backups, &verifications, self.now)
+    }
 }
+
+/// The fleet row's cells, in [`FLEET_COLUMNS`] order: what the table shows and the filter
+/// matches.
+pub fn fleet_cells(group: &MysqlFailoverGroup, verdict: &Verdict, now: Timestamp) -> [String; 12] {
+    use bloodraven_crd::ConditionType;
+    use crate::summary;
+    [
+        group.metadata.namespace.clone().unwrap_or_default(),
+        group.metadata.name.clone().unwrap_or_default(),
+        verdict.worst().map_or_else(
+            || "ok".to_owned(),
+            |worst| format!("{} {}", worst.marker(), worst.as_str()),
+        ),
+        summary::active_site(group),
+        summary::site_counts(group).to_string(),
+        summary::condition_status(group, &ConditionType::Ready),
+        if summary::held(group) { "+held".to_owned() } else { String::new() },
+        summary::planned_phase(group),
+        summary::last_failover_age(group, now),
+        summary::reclone_queue(group),
+        summary::restore_phase(group),
+        verdict.archive.state.clone(),
+    ]
+}
+
+/// Fleet-list columns and their least widths, in the order they are dropped when the
+/// terminal is narrow (last first).
+pub const FLEET_COLUMNS: [(&str, u16); 12] = [
+    ("NAMESPACE", 9),
+    ("NAME", 10),
+    ("VERDICT", 13),
+    ("ACTIVE", 6),
+    ("SITES", 9),
+    ("READY", 5),
+    ("HELD", 5),
+    ("PLANNED", 23),
+    ("LAST-FO", 7),
+    ("RECLONES", 11),
+    ("RESTORE", 14),
+    ("ARCHIVE", 8),
+];
 
 /// The key of an object.
 pub fn key_of(metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {

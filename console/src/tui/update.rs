@@ -238,16 +238,39 @@ fn common(state: &mut State, intent: &Intent) -> bool {
     true
 }
 
+/// Rows a page key moves (the update does not know the terminal's height; a page of the
+/// smallest layout, 80x24).
+pub const PAGE: usize = 16;
+
 fn fleet_input(state: &mut State, intent: Intent) {
     if common(state, &intent) {
         return;
     }
     let count = state.visible_groups().len();
+    let last = count.saturating_sub(1);
     match intent {
         Intent::Up => state.ui.selected = state.ui.selected.saturating_sub(1),
-        Intent::Down => state.ui.selected = (state.ui.selected + 1).min(count.saturating_sub(1)),
+        Intent::Down => state.ui.selected = (state.ui.selected + 1).min(last),
         Intent::Top => state.ui.selected = 0,
-        Intent::Bottom => state.ui.selected = count.saturating_sub(1),
+        Intent::Bottom => state.ui.selected = last,
+        Intent::PageUp => state.ui.selected = state.ui.selected.saturating_sub(PAGE),
+        Intent::PageDown => state.ui.selected = (state.ui.selected + PAGE).min(last),
+        Intent::HalfPageUp => state.ui.selected = state.ui.selected.saturating_sub(PAGE / 2),
+        Intent::HalfPageDown => state.ui.selected = (state.ui.selected + PAGE / 2).min(last),
+        Intent::ToggleProblems => {
+            state.ui.problems_only = !state.ui.problems_only;
+            state.ui.selected = 0;
+            state.ui.message = Some(
+                if state.ui.problems_only { "problems only" } else { "all groups" }.to_owned(),
+            );
+        }
+        Intent::ClearFilter => {
+            if !state.ui.filter.is_empty() {
+                state.ui.filter.clear();
+                state.ui.filter_error = None;
+                state.ui.selected = 0;
+            }
+        }
         Intent::Open => {
             if let Some(group) = state.visible_groups().get(state.ui.selected) {
                 let key = key_of(&group.metadata);
@@ -292,6 +315,16 @@ fn detail_input(state: &mut State, intent: Intent) {
         }
         Intent::Top => {
             state.ui.scroll = 0;
+            return;
+        }
+        Intent::PageDown | Intent::HalfPageDown => {
+            let step = if intent == Intent::PageDown { PAGE } else { PAGE / 2 };
+            state.ui.scroll = state.ui.scroll.saturating_add(u16::try_from(step).unwrap_or(1));
+            return;
+        }
+        Intent::PageUp | Intent::HalfPageUp => {
+            let step = if intent == Intent::PageUp { PAGE } else { PAGE / 2 };
+            state.ui.scroll = state.ui.scroll.saturating_sub(u16::try_from(step).unwrap_or(1));
             return;
         }
         _ => {}
@@ -356,7 +389,18 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
             other => match DetailTab::ALL.iter().find(|tab| tab_name(**tab) == other) {
                 Some(found) => match state.ui.screens.last_mut() {
                     Some(Screen::Group { tab, .. }) => *tab = *found,
-                    _ => state.ui.message = Some("open a group first (enter)".to_owned()),
+                    // From the fleet, the view opens on the selected group.
+                    _ => match state.visible_groups().get(state.ui.selected) {
+                        Some(group) => {
+                            let key = key_of(&group.metadata);
+                            state.ui.screens.push(Screen::Group { key, tab: *found });
+                            state.ui.mode = Mode::Detail;
+                            state.ui.scroll = 0;
+                        }
+                        None => {
+                            state.ui.message = Some("no group is selected to view".to_owned())
+                        }
+                    },
                 },
                 None => {
                     state.ui.message = Some(format!("unknown view {other:?}; {}", view_names()))

@@ -12,8 +12,10 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, TableState, Ta
 
 use super::keymap;
 use super::state::{
-    ArchiveState, ConnectionStatus, DetailTab, Key, Mode, Screen, SourceKind, State,
+    ArchiveState, ConnectionStatus, DetailTab, FLEET_COLUMNS, Key, Mode, Screen, SourceKind, State,
+    fleet_cells,
 };
+use bloodraven_facts::verdict::Severity;
 use crate::archive::{ArchiveOutcome, ArchiveSummary, FileFlag, SiteTimeline};
 use crate::report;
 use crate::summary::{self, NONE};
@@ -24,6 +26,16 @@ pub const MIN_HEIGHT: u16 = 24;
 
 fn style(state: &State, color: Color) -> Style {
     if state.ui.no_color { Style::default() } else { Style::default().fg(color) }
+}
+
+/// A verdict's colour: red critical, yellow warning, cyan info, none when healthy.
+fn severity_style(state: &State, worst: Option<Severity>) -> Style {
+    match worst {
+        Some(Severity::Critical) => style(state, Color::Red),
+        Some(Severity::Warning) => style(state, Color::Yellow),
+        Some(Severity::Info) => style(state, Color::Cyan),
+        None => Style::default(),
+    }
 }
 
 fn bold() -> Style {
@@ -153,37 +165,6 @@ fn titled<'a>(state: &State, title: String, kind: SourceKind) -> Block<'a> {
     )
 }
 
-/// Fleet-list columns, in the order they are dropped when the terminal is narrow (last first).
-const FLEET_COLUMNS: [(&str, u16); 11] = [
-    ("NAMESPACE", 9),
-    ("NAME", 10),
-    ("ACTIVE", 6),
-    ("SITES", 9),
-    ("READY", 5),
-    ("HELD", 5),
-    ("PLANNED", 23),
-    ("LAST-FO", 7),
-    ("RECLONES", 11),
-    ("RESTORE", 14),
-    ("ARCHIVE", 8),
-];
-
-fn fleet_cells(group: &MysqlFailoverGroup, now: Timestamp) -> [String; 11] {
-    [
-        group.metadata.namespace.clone().unwrap_or_default(),
-        group.metadata.name.clone().unwrap_or_default(),
-        summary::active_site(group),
-        summary::site_counts(group).to_string(),
-        summary::condition_status(group, &ConditionType::Ready),
-        if summary::held(group) { "+held".to_owned() } else { String::new() },
-        summary::planned_phase(group),
-        summary::last_failover_age(group, now),
-        summary::reclone_queue(group),
-        summary::restore_phase(group),
-        summary::archive_state(group),
-    ]
-}
-
 /// How many unreadable groups the fleet lists below the table (the count says the rest).
 const UNREADABLE_LINES: usize = 5;
 
@@ -202,6 +183,14 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         table
     };
     let groups = state.visible_groups();
+    // One verdict per group: the title counts every group, the rows show theirs.
+    let (backups, verifications) = state.related();
+    let judge = |group: &MysqlFailoverGroup| {
+        crate::verdict::of(group, &backups, &verifications, state.now)
+    };
+    let counts = crate::verdict::fleet_counts(
+        state.data.groups.values().map(judge).collect::<Vec<_>>().iter(),
+    );
     let inner_width = area.width.saturating_sub(2);
     let mut shown = FLEET_COLUMNS.len();
     while shown > 1 {
@@ -218,13 +207,10 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
     let window = usize::from(area.height.saturating_sub(3)).max(1);
     let offset = state.ui.selected.saturating_sub(window - 1).min(groups.len().saturating_sub(1));
     let rows = groups.iter().skip(offset).take(window).map(|group| {
-        let cells = fleet_cells(group, state.now);
-        let mut row_style = Style::default();
-        if summary::held(group) {
-            row_style = style(state, Color::Magenta);
-        } else if summary::condition_status(group, &ConditionType::Ready) == "False" {
-            row_style = style(state, Color::Red);
-        }
+        let verdict = judge(group);
+        let cells = fleet_cells(group, &verdict, state.now);
+        // Coloured by the verdict; the VERDICT cell's marker keeps the meaning without colour.
+        let row_style = severity_style(state, verdict.worst());
         Row::new(cells.into_iter().take(shown).map(Cell::from)).style(row_style)
     });
     let mut widths: Vec<Constraint> =
@@ -233,7 +219,7 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         *last = Constraint::Min(FLEET_COLUMNS[shown - 1].1);
     }
     let title = format!(
-        "Failover groups ({} of {}{}) · sort {}{}",
+        "Failover groups ({} of {}{}) · {} critical · {} warning · {} info{} · sort {}{}",
         groups.len(),
         state.data.groups.len(),
         if unreadable.is_empty() {
@@ -241,9 +227,31 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         } else {
             format!(", {} unreadable", unreadable.len())
         },
+        counts[0],
+        counts[1],
+        counts[2],
+        if state.ui.problems_only { " · problems only" } else { "" },
         state.ui.sort.title(),
         if state.ui.descending { " ↓" } else { " ↑" }
     );
+    if groups.is_empty() && !state.data.groups.is_empty() {
+        // Say why nothing is listed: the filter, the problems toggle, the namespace.
+        let mut why = vec![format!("No group matches in {}", state.scope)];
+        if !state.ui.filter.is_empty() {
+            why.push(format!("the filter /{}/ (esc clears it)", state.ui.filter));
+        }
+        if state.ui.problems_only {
+            why.push("problems only (p shows all)".to_owned());
+        }
+        let text = why.join("; ");
+        frame.render_widget(
+            Paragraph::new(text)
+                .wrap(Wrap { trim: true })
+                .block(titled(state, title, SourceKind::Groups)),
+            area,
+        );
+        return;
+    }
     let table = Table::new(rows, widths)
         .header(header)
         .block(titled(state, title, SourceKind::Groups))
@@ -308,6 +316,7 @@ fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab
         return;
     };
     let title = format!("{}/{} · {}", key.0, key.1, tab.title());
+    let panel = render_next_action(state, frame, panel, group);
     match tab {
         DetailTab::Overview => render_overview(state, frame, panel, group, title),
         DetailTab::PlannedFailover => {
@@ -344,6 +353,46 @@ fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab
         }
         DetailTab::Backups => render_backups(state, frame, panel, key, title),
     }
+}
+
+/// The next-action box above every panel of a group with a problem: the worst finding's
+/// cause, then what to do, then the command on a line of its own. Returns the area left for
+/// the panel.
+fn render_next_action(
+    state: &State,
+    frame: &mut Frame<'_>,
+    area: Rect,
+    group: &MysqlFailoverGroup,
+) -> Rect {
+    let verdict = state.verdict(group);
+    let Some(finding) = verdict.problems().next() else { return area };
+    let marker = finding.severity.marker();
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!("{marker} NEXT ({} more) ", verdict.problems().count() - 1),
+            severity_style(state, Some(finding.severity)).add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!("{}: {}", finding.cause, finding.action)),
+    ])];
+    if let Some(command) = &finding.command {
+        lines.push(Line::from(Span::styled(format!("$ {command}"), bold())));
+    }
+    let inner = area.width.saturating_sub(2).max(1);
+    let height: u16 = lines
+        .iter()
+        .map(|line| u16::try_from(line.width()).unwrap_or(u16::MAX).div_ceil(inner).max(1))
+        .sum::<u16>()
+        .min(area.height / 2)
+        + 2;
+    let [next, rest] =
+        Layout::vertical([Constraint::Length(height), Constraint::Min(1)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(Block::bordered().border_style(
+            severity_style(state, Some(finding.severity)),
+        )),
+        next,
+    );
+    rest
 }
 
 fn pairs(lines: Vec<(String, String)>) -> Vec<Line<'static>> {

@@ -29,7 +29,7 @@ async fn status_reads_the_lab_and_writes_nothing() {
     };
 
     let list = stdout(&run(arguments(&["status", "-A"])).await);
-    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY"), "{list}");
+    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY       VERDICT"), "{list}");
     assert!(list.contains("False+held"), "{list}");
     assert!(list.contains("Failed(ForeignWritable)"), "{list}");
 
@@ -52,7 +52,11 @@ async fn status_reads_the_lab_and_writes_nothing() {
 
     let missing = run(arguments(&["status", "nope", "-n", "orders"])).await;
     assert!(!missing.status.success());
-    assert!(String::from_utf8_lossy(&missing.stderr).starts_with("error: reading group nope"));
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "Error from server (NotFound): mysqlfailovergroups \"nope\" not found\n"
+    );
 
     assert!(running.lab.requests().iter().all(|request| !request.is_write()));
     running.stop().await.unwrap();
@@ -92,7 +96,7 @@ async fn status_lists_an_unreadable_group_after_the_others() {
     };
 
     let list = stdout(&run(arguments(&["status", "-A"])).await);
-    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY"), "{list}");
+    assert!(list.starts_with("NAMESPACE  NAME    ACTIVE  READY  VERDICT"), "{list}");
     assert!(list.contains("ledger"), "the healthy groups are listed: {list}");
     assert!(list.contains("\nUnreadable (1): "), "{list}");
     assert!(
@@ -200,4 +204,95 @@ fn lab_serve_prints_a_working_kubeconfig_and_stops_on_sigterm() {
     };
     assert!(status.success(), "{status:?}");
     assert!(!kubeconfig.exists(), "the temporary kubeconfig is removed on exit");
+}
+
+/// `status` as a kubectl plugin: exit codes with `--fail-on`, `-o name`, `--no-headers`,
+/// `-l`, "no groups" on stderr, `-o json` without managedFields and with the verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_behaves_like_a_kubectl_plugin() {
+    crate::install_crypto();
+    let running = RunningLab::start("healthy", jiff::Timestamp::now()).await.unwrap();
+    let kubeconfig = running.kubeconfig().display().to_string();
+    let arguments = |rest: &[&str]| {
+        let mut all = vec!["--kubeconfig".to_owned(), kubeconfig.clone()];
+        all.extend(rest.iter().map(|s| (*s).to_owned()));
+        all
+    };
+    let code = |output: &Output| output.status.code();
+
+    // carts' active site is read-only while Ready=True: critical, whatever the summary says.
+    let list = run(arguments(&["status", "-A"])).await;
+    assert_eq!(code(&list), Some(0));
+    let text = String::from_utf8(list.stdout).unwrap();
+    let carts = text.lines().find(|line| line.contains("carts")).unwrap();
+    assert!(carts.contains("True") && carts.contains("critical"), "{text}");
+    assert_eq!(code(&run(arguments(&["status", "-A", "--fail-on", "critical"])).await), Some(2));
+    assert_eq!(code(&run(arguments(&["status", "-A", "--fail-on", "Warning"])).await), Some(2));
+    let orders = run(arguments(&["status", "orders", "-n", "orders", "--fail-on", "info"])).await;
+    assert_eq!(code(&orders), Some(0), "{}", String::from_utf8_lossy(&orders.stderr));
+    let bad = run(arguments(&["status", "-A", "--fail-on", "fatal"])).await;
+    assert_eq!(code(&bad), Some(2), "clap's usage error code");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("info, warning or critical"));
+
+    let report = stdout(&run(arguments(&["status", "carts", "-n", "orders"])).await);
+    assert!(report.contains("Verdict:       critical"), "{report}");
+    assert!(report.contains("run:   kubectl describe mfg carts -n orders\n"), "{report}");
+
+    let names = stdout(&run(arguments(&["status", "-n", "orders", "-o", "name"])).await);
+    assert_eq!(
+        names,
+        "mysqlfailovergroup.shipstream.io/carts\nmysqlfailovergroup.shipstream.io/orders\n"
+            .lines()
+            .filter(|line| names.contains(line))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>()
+    );
+    assert_eq!(names.lines().count(), 2, "{names}");
+
+    let bare = stdout(&run(arguments(&["status", "-n", "orders", "--no-headers"])).await);
+    assert!(!bare.contains("NAME"), "{bare}");
+    assert_eq!(bare.lines().count(), 2, "{bare}");
+
+    let none = run(arguments(&["status", "-n", "orders", "-l", "app=nothing-has-this"])).await;
+    assert_eq!(code(&none), Some(0));
+    assert!(none.stdout.is_empty());
+    assert_eq!(String::from_utf8_lossy(&none.stderr), "no groups in namespace orders\n");
+    let empty = run(arguments(&["status", "-n", "empty"])).await;
+    assert_eq!(String::from_utf8_lossy(&empty.stderr), "no groups in namespace empty\n");
+
+    let json = stdout(&run(arguments(&["status", "-A", "-o", "json"])).await);
+    let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for item in list["items"].as_array().unwrap() {
+        assert!(item["metadata"].get("managedFields").is_none(), "{item}");
+        assert!(item["bloodravenVerdict"]["findings"].is_array(), "{item}");
+    }
+    let one = stdout(&run(arguments(&["status", "carts", "-n", "orders", "-o", "yaml"])).await);
+    assert!(one.contains("bloodravenVerdict:") && one.contains("kind: NoWriter"), "{one}");
+
+    assert!(running.lab.requests().iter().all(|request| !request.is_write()));
+    running.stop().await.unwrap();
+}
+
+/// `status | head`: a closed stdout ends the command quietly, with exit code 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_ends_quietly_on_a_broken_pipe() {
+    crate::install_crypto();
+    let running = RunningLab::start("fleet-1000", jiff::Timestamp::now()).await.unwrap();
+    let kubeconfig = running.kubeconfig().display().to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(BINARY)
+            .args(["--kubeconfig", &kubeconfig, "status", "-A", "-o", "json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closing the read end at once: the megabytes of JSON cannot fit the pipe's buffer.
+        drop(child.stdout.take());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    running.stop().await.unwrap();
 }

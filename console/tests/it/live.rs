@@ -1,28 +1,59 @@
-//! `bloodraven lab --live` through its library entry: real MySQL 9.7 sites run by the lab
-//! kubelet (needs `source scripts/provision.sh`).
+//! `bloodraven lab --live` through its library entry: the operator binary (the workspace's own
+//! build, `cargo build -p bloodraven-operator`) creates the example group's sites, which the lab
+//! kubelet runs as real MySQL 9.7 (needs `source scripts/provision.sh`).
 
 use std::time::{Duration, Instant};
 
-use bloodraven_console::live::LiveLab;
+use bloodraven_console::live;
+
+/// The workspace's operator build, next to this package's binaries.
+fn operator_bin() -> std::path::PathBuf {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bloodraven"))
+        .with_file_name("bloodraven-operator");
+    assert!(bin.is_file(), "{} is missing: run `cargo build -p bloodraven-operator`", bin.display());
+    bin
+}
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_lab_reaches_a_ready_three_site_group_and_stops_leaving_no_mysqld() {
+async fn live_lab_operator_creates_a_ready_three_site_group_and_stops_leaving_no_mysqld() {
     crate::install_crypto();
-    let live = LiveLab::start().await.unwrap_or_else(|e| panic!("{e:#}"));
-    live.wait_ready(Duration::from_secs(180)).await.unwrap_or_else(|e| panic!("{e:#}"));
+    let live = live::start(operator_bin()).await.unwrap_or_else(|e| panic!("{e:#}"));
+    // The operator (not the console) creates the site workloads the kubelet runs.
+    live::wait_ready(&live, Duration::from_secs(180)).await.unwrap_or_else(|e| panic!("{e:#}"));
     let pids: Vec<u32> = live
-        .pids()
+        .pods()
         .into_iter()
-        .map(|(deployment, pid)| pid.unwrap_or_else(|| panic!("{deployment} has no mysqld")))
+        .map(|(deployment, pid, _)| pid.unwrap_or_else(|| panic!("{deployment} has no mysqld")))
         .collect();
     assert_eq!(pids.len(), 3, "iad, pdx and fra");
     assert!(pids.iter().all(|pid| alive(*pid)), "{pids:?}");
-    let directory = live.directory().to_owned();
-    live.stop().await.unwrap();
+    let deployment = live
+        .lab()
+        .get("apps/v1", "Deployment", Some("orders"), "mysql-orders-iad")
+        .expect("the operator's Deployment");
+    let managers = deployment["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    assert!(
+        managers.iter().any(|entry| entry["manager"] == "bloodraven-operator"),
+        "applied by the operator: {managers:?}"
+    );
+    let started = Instant::now();
+    loop {
+        let group = live.group_object().unwrap_or_default();
+        if group["status"]["sites"].as_array().is_some_and(|sites| sites.len() == 3) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "waited 60 s for the operator's status of 3 sites; group: {group}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let directory = live.dir().to_owned();
+    live.stop().await;
     let started = Instant::now();
     while pids.iter().any(|pid| alive(*pid)) {
         assert!(
@@ -49,6 +80,7 @@ fn the_live_lab_binary_stops_every_mysqld_on_sighup() {
         }
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_bloodraven"))
+        .env("BLOODRAVEN_OPERATOR_BIN", operator_bin())
         .args(["lab", "--live", "--serve"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -75,7 +107,7 @@ fn the_live_lab_binary_stops_every_mysqld_on_sighup() {
         }
         seen.push(line);
     };
-    assert!(seen.iter().any(|l| l.contains("no operator yet")), "{seen:#?}");
+    assert!(seen.iter().any(|l| l.contains("the operator") && l.contains("group.yaml")), "{seen:#?}");
     let pids: Vec<u32> = ready
         .split("(pid ")
         .skip(1)

@@ -190,6 +190,8 @@ pub struct OpenArchive {
 struct Listing {
     descriptor: bool,
     manifests: Vec<String>,
+    /// `manifest-*.json` keys whose site is not a valid site name.
+    invalid_manifests: Vec<String>,
     other_objects: usize,
 }
 
@@ -282,6 +284,9 @@ impl ArchiveReader {
                 listing.descriptor = true;
             } else if manifest_site(key).is_some() {
                 listing.manifests.push(key.to_owned());
+            } else if key.starts_with("manifest-") && key.ends_with(".json") {
+                listing.invalid_manifests.push(key.to_owned());
+                listing.other_objects += 1;
             } else if !key.starts_with(CAS_PROBE_PREFIX) && !key.is_empty() {
                 listing.other_objects += 1;
             }
@@ -393,6 +398,12 @@ impl ArchiveReader {
             return Err(classify_without_descriptor(listing, &self.manifests).into());
         };
         let mut refusals: Vec<Refusal> = Vec::new();
+        for name in &listing.invalid_manifests {
+            refusals.push(Refusal::new(
+                RefusalToken::ArchiveObjectInvalid,
+                format!("{name} is a manifest key whose site is not [a-z0-9-]+ (1 to 63 characters)"),
+            ));
+        }
         let mut manifests = BTreeMap::new();
         for (name, bytes) in &self.manifests {
             match Manifest::from_slice(name, bytes) {

@@ -28,6 +28,8 @@ pub enum RefusalToken {
     ArchiveKeyMismatch,
     /// A site's manifest records a reset epoch.
     ArchiveHistoryReset,
+    /// An archive object is invalid: a manifest key whose site is not `^[a-z0-9-]+$`.
+    ArchiveObjectInvalid,
     /// Writer: the descriptor names another group.
     ArchiveForeign,
     /// Writer: this group's UID but an archive ID for another destination (a copy).
@@ -39,7 +41,7 @@ pub enum RefusalToken {
 }
 
 /// Every token, in the spec's archive-open order (readers) followed by the writer-only ones.
-pub const ALL_TOKENS: [RefusalToken; 13] = [
+pub const ALL_TOKENS: [RefusalToken; 14] = [
     RefusalToken::ArchiveListFailed,
     RefusalToken::ArchiveNotFound,
     RefusalToken::ArchiveVersionUnsupported,
@@ -49,6 +51,7 @@ pub const ALL_TOKENS: [RefusalToken; 13] = [
     RefusalToken::ArchiveEncryptionMismatch,
     RefusalToken::ArchiveKeyMismatch,
     RefusalToken::ArchiveHistoryReset,
+    RefusalToken::ArchiveObjectInvalid,
     RefusalToken::ArchiveForeign,
     RefusalToken::ArchiveCopy,
     RefusalToken::ArchiveStoreUnsupported,
@@ -79,6 +82,7 @@ impl RefusalToken {
             RefusalToken::ArchiveEncryptionMismatch => "PITRArchiveEncryptionMismatch",
             RefusalToken::ArchiveKeyMismatch => "PITRArchiveKeyMismatch",
             RefusalToken::ArchiveHistoryReset => "PITRArchiveHistoryReset",
+            RefusalToken::ArchiveObjectInvalid => "PITRArchiveObjectInvalid",
             RefusalToken::ArchiveForeign => "PITRArchiveForeign",
             RefusalToken::ArchiveCopy => "PITRArchiveCopy",
             RefusalToken::ArchiveStoreUnsupported => "PITRArchiveStoreUnsupported",
@@ -98,6 +102,7 @@ impl RefusalToken {
             RefusalToken::ArchiveEncryptionMismatch => "ArchiveEncryptionMismatch",
             RefusalToken::ArchiveKeyMismatch => "ArchiveKeyMismatch",
             RefusalToken::ArchiveHistoryReset => "ArchiveHistoryReset",
+            RefusalToken::ArchiveObjectInvalid => "ArchiveObjectInvalid",
             RefusalToken::ArchiveForeign => "ArchiveForeign",
             RefusalToken::ArchiveCopy => "ArchiveCopy",
             RefusalToken::ArchiveStoreUnsupported => "ArchiveStoreUnsupported",
@@ -136,6 +141,9 @@ impl RefusalToken {
             }
             RefusalToken::ArchiveKeyMismatch => "mount the passphrase the archive was written with",
             RefusalToken::ArchiveHistoryReset => "start a new prefix and take a full backup",
+            RefusalToken::ArchiveObjectInvalid => {
+                "remove or rename the object: manifest keys must be manifest-<site>.json with a site of [a-z0-9-] (restore the original from versioning or a copy)"
+            }
             RefusalToken::ArchiveForeign => "point the profile at a new prefix",
             RefusalToken::ArchiveCopy => {
                 "copies are read-only: point the profile at this group's own prefix"

@@ -28,16 +28,36 @@ pub const ENABLED: bool = cfg!(feature = "crash-points");
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Step {
-    /// Operator failover: the fence record is durable, the old primary is not fenced yet.
+    /// Operator failover: the failover is decided, its intent (`status.lastFailover` naming
+    /// the target) is not written yet.
+    OperatorFailoverBeforeIntentRecord,
+    /// Operator failover: the intent record (which announces the fence and the promotion) is
+    /// durable, the old primary is not fenced yet.
     OperatorFailoverAfterFenceRecord,
-    /// Operator failover: the old primary is fenced, the candidate is not promoted yet.
+    /// Operator failover: about to fence the failed primary (best effort).
+    OperatorFailoverBeforeFence,
+    /// Operator failover: the old primary is fenced (or the attempt failed), the candidate is
+    /// not promoted yet.
     OperatorFailoverAfterFence,
+    /// Operator failover: about to promote the candidate.
+    OperatorFailoverBeforePromote,
     /// Operator failover: the candidate is promoted (writable), the status and the `-primary`
     /// Service do not say so yet.
     OperatorFailoverAfterPromote,
-    /// Operator failover: the `-primary` Service points at the new primary, the status is not
-    /// written yet.
+    /// Operator failover: the promotion is read back; `status.activeSite` is not written yet.
+    OperatorFailoverBeforeRecordActive,
+    /// Operator failover: `status.activeSite` names the new primary; the `-primary` Service
+    /// is not moved yet.
+    OperatorFailoverAfterRecordActive,
+    /// Operator failover: about to move the `-primary` Service to the new primary.
+    OperatorFailoverBeforeServiceSwap,
+    /// Operator failover: the `-primary` Service points at the new primary, the rest of the
+    /// poll (the status of every site) is not written yet.
     OperatorFailoverAfterServiceSwap,
+    /// Operator repoint: the follower is about to be stopped and pointed at the primary.
+    OperatorRepointBefore,
+    /// Operator repoint: the follower replicates from the primary again (`START REPLICA`).
+    OperatorRepointAfter,
     /// Operator switchover: the old primary is read-only, the candidate has not caught up yet.
     OperatorSwitchoverAfterDemote,
     /// Sidecar archive: a binlog object is written, the manifest does not list it yet.
@@ -53,10 +73,18 @@ pub enum Step {
 impl Step {
     /// Every step, in declaration order.
     pub const ALL: &'static [Step] = &[
+        Step::OperatorFailoverBeforeIntentRecord,
         Step::OperatorFailoverAfterFenceRecord,
+        Step::OperatorFailoverBeforeFence,
         Step::OperatorFailoverAfterFence,
+        Step::OperatorFailoverBeforePromote,
         Step::OperatorFailoverAfterPromote,
+        Step::OperatorFailoverBeforeRecordActive,
+        Step::OperatorFailoverAfterRecordActive,
+        Step::OperatorFailoverBeforeServiceSwap,
         Step::OperatorFailoverAfterServiceSwap,
+        Step::OperatorRepointBefore,
+        Step::OperatorRepointAfter,
         Step::OperatorSwitchoverAfterDemote,
         Step::SidecarArchiveAfterObjectWrite,
         Step::SidecarArchiveAfterManifestWrite,
@@ -67,10 +95,18 @@ impl Step {
     /// The step's name, as `BLOODRAVEN_CRASH_AT` and drill files spell it.
     pub const fn name(self) -> &'static str {
         match self {
+            Step::OperatorFailoverBeforeIntentRecord => "operator.failover.before-intent-record",
             Step::OperatorFailoverAfterFenceRecord => "operator.failover.after-fence-record",
+            Step::OperatorFailoverBeforeFence => "operator.failover.before-fence",
             Step::OperatorFailoverAfterFence => "operator.failover.after-fence",
+            Step::OperatorFailoverBeforePromote => "operator.failover.before-promote",
             Step::OperatorFailoverAfterPromote => "operator.failover.after-promote",
+            Step::OperatorFailoverBeforeRecordActive => "operator.failover.before-record-active",
+            Step::OperatorFailoverAfterRecordActive => "operator.failover.after-record-active",
+            Step::OperatorFailoverBeforeServiceSwap => "operator.failover.before-service-swap",
             Step::OperatorFailoverAfterServiceSwap => "operator.failover.after-service-swap",
+            Step::OperatorRepointBefore => "operator.repoint.before",
+            Step::OperatorRepointAfter => "operator.repoint.after",
             Step::OperatorSwitchoverAfterDemote => "operator.switchover.after-demote",
             Step::SidecarArchiveAfterObjectWrite => "sidecar.archive.after-object-write",
             Step::SidecarArchiveAfterManifestWrite => "sidecar.archive.after-manifest-write",
@@ -174,6 +210,26 @@ pub fn hit(step: Step) {
     let _ = step;
 }
 
+/// Marks `step` reached by the unit of work `scope` (the operator passes
+/// `<namespace>/<group>`). Without the `crash-points` feature this does nothing.
+#[cfg(not(feature = "crash-points"))]
+#[inline(always)]
+pub fn hit_in(scope: &str, step: Step) {
+    let _ = (scope, step);
+}
+
+/// Marks `step` reached by the unit of work `scope`: aborts the process like [`hit`] when
+/// `BLOODRAVEN_CRASH_AT` names it, and panics (ending the task or thread running `scope`)
+/// when [`arm`] armed it for `scope` in this process.
+#[cfg(feature = "crash-points")]
+pub fn hit_in(scope: &str, step: Step) {
+    armed::hit(step);
+    in_process::hit(scope, step);
+}
+
+#[cfg(feature = "crash-points")]
+pub use in_process::{arm, disarm, fired};
+
 /// Marks `step`: aborts the process if `BLOODRAVEN_CRASH_AT` names it and this is the n-th hit.
 #[cfg(feature = "crash-points")]
 pub fn hit(step: Step) {
@@ -221,6 +277,72 @@ mod armed {
     }
 }
 
+/// In-process crash points for tests that run several units of work (operator groups) in one
+/// process: a crash ends only the armed unit's task, by a panic, so the test can start a fresh
+/// one in its place. Armings are keyed by scope, so concurrent tests do not see each other's.
+#[cfg(feature = "crash-points")]
+mod in_process {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
+    use super::{CrashAt, Step};
+
+    struct Scopes {
+        /// Armed: the crash point and the hits of its step counted since arming.
+        armed: BTreeMap<String, (CrashAt, u64)>,
+        /// Crashed: the step each scope crashed at.
+        fired: BTreeMap<String, Step>,
+    }
+
+    fn scopes() -> MutexGuard<'static, Scopes> {
+        static SCOPES: Mutex<Scopes> =
+            Mutex::new(Scopes { armed: BTreeMap::new(), fired: BTreeMap::new() });
+        SCOPES.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Arms `at` for `scope`: the `at.nth` hit of `at.step` by `scope` from now on panics. One
+    /// arming per scope (a new one replaces it); it fires once, then is gone.
+    pub fn arm(scope: &str, at: CrashAt) {
+        let mut scopes = scopes();
+        scopes.fired.remove(scope);
+        scopes.armed.insert(scope.to_owned(), (at, 0));
+    }
+
+    /// Removes `scope`'s arming and its fired record.
+    pub fn disarm(scope: &str) {
+        let mut scopes = scopes();
+        scopes.armed.remove(scope);
+        scopes.fired.remove(scope);
+    }
+
+    /// The step `scope` crashed at since it was armed, if it did.
+    pub fn fired(scope: &str) -> Option<Step> {
+        scopes().fired.get(scope).copied()
+    }
+
+    pub(super) fn hit(scope: &str, step: Step) {
+        let fire = {
+            let mut scopes = scopes();
+            let fire = match scopes.armed.get_mut(scope) {
+                Some((at, count)) if at.step == step => {
+                    *count += 1;
+                    *count == at.nth
+                }
+                _ => false,
+            };
+            if fire {
+                scopes.armed.remove(scope);
+                scopes.fired.insert(scope.to_owned(), step);
+            }
+            fire
+        };
+        if fire {
+            // The armed crash: ends the scope's task (or thread) by design.
+            panic!("bloodraven-crashpoint: crashed at {step} in {scope}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -250,6 +372,27 @@ mod tests {
             "operator.failover.after-promote:3".parse::<CrashAt>(),
             Ok(CrashAt { step: Step::OperatorFailoverAfterPromote, nth: 3 })
         );
+    }
+
+    #[cfg(feature = "crash-points")]
+    #[test]
+    fn an_in_process_arming_fires_once_at_the_nth_hit_of_its_scope_only() {
+        let at = CrashAt { step: Step::OperatorRepointAfter, nth: 2 };
+        arm("unit-test/a", at);
+        hit_in("unit-test/b", Step::OperatorRepointAfter);
+        hit_in("unit-test/b", Step::OperatorRepointAfter);
+        hit_in("unit-test/a", Step::OperatorRepointBefore);
+        hit_in("unit-test/a", Step::OperatorRepointAfter);
+        assert_eq!(fired("unit-test/a"), None);
+        let crashed =
+            std::panic::catch_unwind(|| hit_in("unit-test/a", Step::OperatorRepointAfter));
+        assert!(crashed.is_err(), "the second hit in scope a panics");
+        assert_eq!(fired("unit-test/a"), Some(Step::OperatorRepointAfter));
+        assert_eq!(fired("unit-test/b"), None);
+        // Fired once: the arming is gone.
+        hit_in("unit-test/a", Step::OperatorRepointAfter);
+        disarm("unit-test/a");
+        assert_eq!(fired("unit-test/a"), None);
     }
 
     #[test]

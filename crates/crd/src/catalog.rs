@@ -20,7 +20,9 @@ mod artifact_cleanup;
 mod backup;
 mod pitr;
 mod planned_failover;
+pub mod planned_failover_run;
 mod restore;
+pub mod topology;
 
 /// A family of tokens; each has its own fixture file, named by [`Kind::slug`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

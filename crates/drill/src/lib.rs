@@ -8,6 +8,7 @@
 //! ```
 
 pub mod error;
+pub mod live;
 pub mod load;
 pub mod model;
 pub mod report;
@@ -22,6 +23,9 @@ pub use run::{RunOptions, run};
 
 /// The name a workload and its ledger get when the drill gives none.
 pub const DEFAULT_WORKLOAD: &str = "workload";
+
+/// The name of the operator replica `startGroup` starts in operator drills.
+pub const DEFAULT_OPERATOR: &str = "operator";
 
 /// The live lab's default group (`drills/manifests/three-sites.yaml`): `iad` and `pdx`
 /// PrimaryCandidate, `fra` DisasterRecovery. `bloodraven lab --live` creates it.

@@ -143,6 +143,8 @@ struct Scope<'a> {
     ledgers: BTreeSet<String>,
     running: Option<String>,
     operator: bool,
+    /// Operator replicas running at this point of the timeline.
+    operators: BTreeSet<String>,
 }
 
 impl Scope<'_> {
@@ -226,8 +228,15 @@ impl Scope<'_> {
         match check {
             Check::Replica(c) => {
                 self.site(index, &f("site"), &c.site)?;
-                if c.io.is_none() && c.sql.is_none() {
-                    return Err(self.err(index, &f("io"), "give `io`, `sql` or both".into()));
+                if let Some(source) = &c.source {
+                    self.site(index, &f("source"), source)?;
+                }
+                if c.io.is_none() && c.sql.is_none() && c.source.is_none() {
+                    return Err(self.err(
+                        index,
+                        &f("io"),
+                        "give `io`, `sql`, `source` or several".into(),
+                    ));
                 }
             }
             Check::CaughtUp(c) => {
@@ -296,18 +305,31 @@ impl Scope<'_> {
                     self.recorded(index, &f("lostEquals.of"), &d.of)?;
                     self.recorded(index, &f("lostEquals.minus"), &d.minus)?;
                 }
+                if let Some(d) = &c.lost_within {
+                    self.recorded(index, &f("lostWithin.of"), &d.of)?;
+                    self.recorded(index, &f("lostWithin.minus"), &d.minus)?;
+                }
                 if c.rpo_zero.is_none()
                     && c.lost_equals.is_none()
+                    && c.lost_within.is_none()
                     && c.failures_at_least.is_empty()
                     && c.failures_at_most.is_empty()
                 {
                     return Err(self.err(
                         index,
                         &f("rpoZero"),
-                        "checks nothing: give rpoZero, lostEquals, failuresAtLeast or \
+                        "checks nothing: give rpoZero, lostEquals, lostWithin, failuresAtLeast or \
                          failuresAtMost"
                             .into(),
                     ));
+                }
+            }
+            Check::Converged(c) => {
+                for site in c.active_site.iter().chain(&c.not) {
+                    self.site(index, &f("activeSite"), site)?;
+                }
+                for site in &c.except {
+                    self.site(index, &f("except"), site)?;
                 }
             }
             Check::Status(_) | Check::Event(_) | Check::Outcome(_) => {}
@@ -343,6 +365,11 @@ fn validate(path: &Path, text: &str, drill: Drill) -> Result<LoadedDrill, DrillE
         ledgers: BTreeSet::new(),
         running: None,
         operator,
+        operators: if operator {
+            BTreeSet::from([crate::DEFAULT_OPERATOR.to_owned()])
+        } else {
+            BTreeSet::new()
+        },
     };
     for (index, step) in drill.steps.iter().enumerate() {
         let kind = step.kind();
@@ -376,6 +403,7 @@ fn validate(path: &Path, text: &str, drill: Drill) -> Result<LoadedDrill, DrillE
             },
             Step::Kill(s)
             | Step::Fence(s)
+            | Step::Unfence(s)
             | Step::Freeze(s)
             | Step::Thaw(s)
             | Step::Stop(s)
@@ -398,6 +426,17 @@ fn validate(path: &Path, text: &str, drill: Drill) -> Result<LoadedDrill, DrillE
                 scope.link(index, &field("link"), &l.link)?;
             }
             Step::Delay(d) => scope.link(index, &field("link"), &d.link)?,
+            Step::ReplicateFrom(r) => {
+                scope.site(index, &field("site"), &r.site)?;
+                scope.site(index, &field("source"), &r.source)?;
+                if r.site == r.source {
+                    return Err(scope.err(
+                        index,
+                        &field("source"),
+                        "a site cannot replicate from itself".into(),
+                    ));
+                }
+            }
             Step::ErrantWrite(e) => {
                 scope.site(index, &field("site"), &e.site)?;
                 if let Some(name) = &e.name {
@@ -410,6 +449,36 @@ fn validate(path: &Path, text: &str, drill: Drill) -> Result<LoadedDrill, DrillE
             }
             Step::Sleep(s) => {
                 duration(path, text, Some(index), &field("for"), &s.duration)?;
+            }
+            Step::StartOperator(o) | Step::KillOperator(o) => {
+                if !operator {
+                    return Err(scope.err(
+                        index,
+                        kind,
+                        "operator replicas exist only in the operator's world: add \
+                         `requires: [operator]`"
+                            .into(),
+                    ));
+                }
+                let name = o.name().to_owned();
+                let starting = matches!(step, Step::StartOperator(_));
+                if starting && !scope.operators.insert(name.clone()) {
+                    return Err(scope.err(
+                        index,
+                        &field("name"),
+                        format!("operator {name:?} already runs: kill it first (killOperator)"),
+                    ));
+                }
+                if !starting && !scope.operators.remove(&name) {
+                    return Err(scope.err(
+                        index,
+                        &field("name"),
+                        format!(
+                            "operator {name:?} does not run here; running: {:?}",
+                            scope.operators
+                        ),
+                    ));
+                }
             }
             Step::Annotate(_) | Step::Patch(_) => {
                 if !operator {

@@ -28,7 +28,8 @@ enum Command {
         /// Report format.
         #[arg(short = 'o', long = "output", value_enum, default_value = "human")]
         output: Output,
-        /// The operator binary, for drills with `requires: [operator]`.
+        /// The operator binary, for drills with `requires: [operator]` (default:
+        /// `bloodraven-operator` next to this binary, when it exists).
         #[arg(long)]
         operator_bin: Option<PathBuf>,
     },
@@ -90,7 +91,12 @@ fn main() -> anyhow::Result<ExitCode> {
                 .enable_all()
                 .build()
                 .context("starting the tokio runtime")?;
-            let options = bloodraven_drill::RunOptions { operator_bin };
+            // Without --operator-bin, the workspace's own build next to this binary.
+            let operator_bin = operator_bin.or_else(|| {
+                let sibling = std::env::current_exe().ok()?.with_file_name("bloodraven-operator");
+                (drill.requires_operator() && sibling.is_file()).then_some(sibling)
+            });
+            let options = bloodraven_drill::RunOptions { operator_bin, launcher: None };
             // On SIGINT/SIGTERM/SIGHUP the run's future is dropped: the group it owns kills
             // every mysqld and removes their folders.
             let Some(report) = runtime.block_on(async {

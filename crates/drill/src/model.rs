@@ -72,6 +72,12 @@ pub enum Step {
     ErrantWrite(ErrantWrite),
     /// Fence a site by hand: `SET GLOBAL super_read_only = ON` (writes there now fail).
     Fence(SiteRef),
+    /// Point a site's replication at another site by hand (`CHANGE REPLICATION SOURCE TO`
+    /// with auto-positioning, `START REPLICA`): a chained follower when `source` is a replica.
+    ReplicateFrom(ReplicateFrom),
+    /// Make a site writable by hand (`super_read_only = OFF`, `read_only = OFF`): a second
+    /// writer (split brain) or a writable reader, as a human mistake makes one.
+    Unfence(SiteRef),
     /// Promote a site by hand (fence the old primary if it answers, make the site writable,
     /// repoint `app:primary` and the other followers). Drills without the operator only.
     Promote(SiteRef),
@@ -84,6 +90,12 @@ pub enum Step {
     /// Merge-patch an object as a human would (kubectl patch --type merge). Needs the
     /// operator's world.
     Patch(PatchObject),
+    /// Start an operator replica (operator drills; `startGroup` starts the first, named
+    /// `operator`). Every replica runs leader election on one Lease: only its holder acts.
+    StartOperator(OperatorRef),
+    /// Kill an operator replica (SIGKILL of the process, or the end of its task): it leaves
+    /// its Lease unrenewed, as a crashed pod does.
+    KillOperator(OperatorRef),
     /// Poll a check until it holds; fail with "waited for X, last seen Y" after `timeout`.
     Wait(Wait),
     /// Check now; fail with what was seen.
@@ -94,6 +106,22 @@ pub enum Step {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Empty {}
+
+/// An operator replica by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OperatorRef {
+    /// The replica's name (its identity in the Lease and in Events; default `operator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl OperatorRef {
+    /// The name, or the default `operator`.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(crate::DEFAULT_OPERATOR)
+    }
+}
 
 /// `startGroup`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -144,6 +172,16 @@ pub struct DelayLink {
     pub link: String,
     /// Milliseconds added in each direction.
     pub ms: u64,
+}
+
+/// `replicateFrom`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplicateFrom {
+    /// The follower.
+    pub site: String,
+    /// The site it replicates from (through the fault proxy).
+    pub source: String,
 }
 
 /// `errantWrite`.
@@ -250,6 +288,25 @@ pub enum Check {
     Event(EventCheck),
     /// The last planned failover's outcome and reason. Needs the operator.
     Outcome(OutcomeCheck),
+    /// The operator's status says the group converged: `activeSite` set (and equal to
+    /// `activeSite` when given, different from `not`), Ready, the active site writable, every
+    /// other answering site `Converged` and replicating. Needs the operator.
+    Converged(ConvergedCheck),
+}
+
+/// `converged`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConvergedCheck {
+    /// The active site expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_site: Option<String>,
+    /// A site that must not be the active site (the one taken away).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not: Option<String>,
+    /// Sites left out of the follower check (down on purpose).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub except: Vec<String>,
 }
 
 /// `replica`.
@@ -264,6 +321,9 @@ pub struct ReplicaCheck {
     /// `Replica_SQL_Running`: `Yes` or `No`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sql: Option<ThreadState>,
+    /// The site it replicates from (its link's port is `Source_Port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A replication thread's state.
@@ -395,6 +455,11 @@ pub struct LedgerCheck {
     /// The lost writes' GTIDs are exactly `of` minus `minus` (both recorded names).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_equals: Option<GtidDifference>,
+    /// Every lost write's GTID is in `of` minus `minus`: what an async failover may lose (the
+    /// old primary had it, the promoted site did not), and nothing else. The lost writes are
+    /// listed in the report either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_within: Option<GtidDifference>,
     /// Failed writes by kind, at least this many each (`connection`, `timeout`,
     /// `superReadOnly`, `readOnly`, `offlineMode`, `server`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -453,6 +518,12 @@ pub struct StatusCheck {
 pub struct EventCheck {
     /// The Event reason.
     pub reason: String,
+    /// Holds when no such Event exists (default false: holds when one exists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+    /// Only Events reported by this operator replica (`reportingInstance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
 }
 
 /// `outcome`.
@@ -485,6 +556,10 @@ impl Step {
             Self::Reset(_) => "reset",
             Self::ErrantWrite(_) => "errantWrite",
             Self::Fence(_) => "fence",
+            Self::Unfence(_) => "unfence",
+            Self::ReplicateFrom(_) => "replicateFrom",
+            Self::StartOperator(_) => "startOperator",
+            Self::KillOperator(_) => "killOperator",
             Self::Promote(_) => "promote",
             Self::RecordGtids(_) => "recordGtids",
             Self::Sleep(_) => "sleep",
@@ -510,11 +585,15 @@ impl Check {
             Self::Status(_) => "status",
             Self::Event(_) => "event",
             Self::Outcome(_) => "outcome",
+            Self::Converged(_) => "converged",
         }
     }
 
     /// Whether the check reads the lab API server (the operator's world).
     pub fn needs_operator(&self) -> bool {
-        matches!(self, Self::Status(_) | Self::Event(_) | Self::Outcome(_))
+        matches!(
+            self,
+            Self::Status(_) | Self::Event(_) | Self::Outcome(_) | Self::Converged(_)
+        )
     }
 }

@@ -1,10 +1,15 @@
-//! Playing a drill against a group of real MySQL sites (the `sites` star harness) and
-//! recording the timeline. Drills that need the operator are refused here until it exists.
+//! Playing a drill against a group of real MySQL sites and recording the timeline. Without the
+//! operator the sites are the `sites` star harness; with `requires: [operator]` they are the
+//! lab kubelet's pods in the live lab ([`crate::live`]), run by the operator.
 
 mod checks;
+mod operator;
+mod site;
+mod status;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bloodraven_gtid::GtidSet;
@@ -15,15 +20,30 @@ use bloodraven_sites::proxy::{Fault, Link};
 use bloodraven_sites::workload::{Workload, WorkloadConfig};
 
 use crate::error::DrillError;
+use crate::live::{LiveLab, OperatorLauncher, ProcessLauncher};
 use crate::load::LoadedDrill;
 use crate::model::{Check, Step};
 use crate::report::{Report, StepRecord};
 
 /// How a drill is run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
-    /// The operator binary; drills with `requires: [operator]` are refused without it.
+    /// The operator binary (a [`ProcessLauncher`]), when `launcher` is not given.
     pub operator_bin: Option<PathBuf>,
+    /// How operator replicas are started; drills with `requires: [operator]` are refused
+    /// without this or `operator_bin`.
+    pub launcher: Option<Arc<dyn OperatorLauncher>>,
+}
+
+impl RunOptions {
+    fn launcher(&self) -> Option<Arc<dyn OperatorLauncher>> {
+        self.launcher.clone().or_else(|| {
+            self.operator_bin.clone().map(|bin| {
+                let launcher: Arc<dyn OperatorLauncher> = Arc::new(ProcessLauncher { bin });
+                launcher
+            })
+        })
+    }
 }
 
 /// Why a step failed (the report carries the text).
@@ -35,6 +55,9 @@ pub(crate) enum StepError {
     /// A fault-proxy change failed.
     #[error("fault proxy: {0}")]
     Proxy(#[from] bloodraven_sites::proxy::ProxyError),
+    /// The live lab (operator drills) failed.
+    #[error(transparent)]
+    Live(#[from] crate::live::LiveError),
     /// A check did not hold, or a step cannot run here.
     #[error("{0}")]
     Failed(String),
@@ -44,6 +67,8 @@ pub(crate) enum StepError {
 #[derive(Default)]
 pub(crate) struct World {
     pub(crate) group: Option<Group>,
+    /// The operator's world (operator drills).
+    pub(crate) live: Option<LiveLab>,
     pub(crate) workload: Option<(String, Workload)>,
     pub(crate) ledgers: BTreeMap<String, Ledger>,
     pub(crate) recorded: BTreeMap<String, GtidSet>,
@@ -58,7 +83,14 @@ impl World {
         self.group.as_mut().ok_or_else(|| StepError::Failed("the group is not started".into()))
     }
 
+    pub(crate) fn live(&self) -> Result<&LiveLab, StepError> {
+        self.live.as_ref().ok_or_else(|| StepError::Failed("the operator's world is not started".into()))
+    }
+
     fn link(&self, name: &str) -> Result<Link, StepError> {
+        if let Some(live) = &self.live {
+            return Ok(live.drill_link(name)?);
+        }
         self.group()?
             .hub()
             .get(name)
@@ -73,20 +105,13 @@ const SITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// operator); a failing step ends the run and is reported in the [`Report`]. Every mysqld and
 /// link the drill started is gone when this returns.
 pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, DrillError> {
-    if drill.requires_operator() {
-        let message = match &options.operator_bin {
-            None => format!(
-                "drill {:?} requires the operator (`requires: [operator]`); pass \
-                 --operator-bin PATH to run it",
-                drill.drill.name
-            ),
-            Some(bin) => format!(
-                "drill {:?} requires the operator; --operator-bin {} was given, but the live \
-                 lab cannot start an operator yet (the operator issue adds it)",
-                drill.drill.name,
-                bin.display()
-            ),
-        };
+    let launcher = options.launcher();
+    if drill.requires_operator() && launcher.is_none() {
+        let message = format!(
+            "drill {:?} requires the operator (`requires: [operator]`); pass --operator-bin \
+             PATH to run it",
+            drill.drill.name
+        );
         return Err(DrillError::Refused { file: drill.path.clone(), message });
     }
     let started = Instant::now();
@@ -96,7 +121,9 @@ pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, Dr
     for (index, step) in drill.drill.steps.iter().enumerate() {
         let at = started.elapsed();
         let remaining = drill.timeout.saturating_sub(at);
-        let result = match tokio::time::timeout(remaining, play(drill, &mut world, step)).await {
+        let result = match tokio::time::timeout(remaining, play(drill, &launcher, &mut world, step))
+            .await
+        {
             Ok(r) => r,
             Err(_) => Err(StepError::Failed(format!(
                 "the drill's timeout ({:?}) ran out during this step",
@@ -135,6 +162,9 @@ pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, Dr
     {
         e.push_str(&format!("; workload {name:?} at the failure: {}", ledger_summary(&ledger)));
     }
+    if let Some(live) = world.live.take() {
+        live.stop().await;
+    }
     drop(world);
     Ok(Report {
         drill: drill.drill.name.clone(),
@@ -166,7 +196,63 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-async fn play(drill: &LoadedDrill, world: &mut World, step: &Step) -> Result<String, StepError> {
+pub(crate) async fn play_common(
+    world: &mut World,
+    step: &Step,
+) -> Option<Result<String, StepError>> {
+    Some(match step {
+        Step::Cut(l) => fault(world, &l.link, Fault::Blackhole),
+        Step::Refuse(l) => fault(world, &l.link, Fault::Refuse),
+        Step::Delay(d) => fault(world, &d.link, Fault::Delay { ms: d.ms }),
+        Step::Heal(l) => fault(world, &l.link, Fault::Pass),
+        Step::Reset(l) => match world.link(&l.link) {
+            Ok(link) => {
+                let n = link.live_connections();
+                link.reset();
+                Ok(format!("{}: {n} live connections reset", l.link))
+            }
+            Err(e) => Err(e),
+        },
+        Step::Sleep(s) => match s.duration.to_std() {
+            Ok(d) => {
+                tokio::time::sleep(d).await;
+                Ok(format!("slept {}", s.duration))
+            }
+            Err(e) => Err(StepError::Failed(e.to_string())),
+        },
+        Step::StopWorkload(_) => stop_workload(world).await,
+        Step::Wait(w) => match w.timeout.to_std() {
+            Ok(timeout) => checks::wait(world, &w.until, timeout).await,
+            Err(e) => Err(StepError::Failed(e.to_string())),
+        },
+        Step::Assert(c) => checks::assert(world, c).await,
+        _ => return None,
+    })
+}
+
+async fn stop_workload(world: &mut World) -> Result<String, StepError> {
+    let (name, w) =
+        world.workload.take().ok_or_else(|| StepError::Failed("no workload runs".into()))?;
+    let ledger = w.stop().await?;
+    let acked = ledger.acknowledged().count();
+    let detail =
+        format!("workload {name:?} stopped: {} attempts, {acked} acknowledged", ledger.attempts.len());
+    world.ledgers.insert(name, ledger);
+    Ok(detail)
+}
+
+async fn play(
+    drill: &LoadedDrill,
+    launcher: &Option<Arc<dyn OperatorLauncher>>,
+    world: &mut World,
+    step: &Step,
+) -> Result<String, StepError> {
+    if drill.requires_operator() {
+        return operator::play(drill, launcher, world, step).await;
+    }
+    if let Some(result) = play_common(world, step).await {
+        return result;
+    }
     match step {
         Step::StartGroup(_) => {
             let names: Vec<&str> = drill.sites.iter().map(String::as_str).collect();
@@ -198,20 +284,6 @@ async fn play(drill: &LoadedDrill, world: &mut World, step: &Step) -> Result<Str
             world.workload = Some((name, Workload::start(config)));
             Ok(detail)
         }
-        Step::StopWorkload(_) => {
-            let (name, w) = world
-                .workload
-                .take()
-                .ok_or_else(|| StepError::Failed("no workload runs".into()))?;
-            let ledger = w.stop().await?;
-            let acked = ledger.acknowledged().count();
-            let detail = format!(
-                "workload {name:?} stopped: {} attempts, {acked} acknowledged",
-                ledger.attempts.len()
-            );
-            world.ledgers.insert(name, ledger);
-            Ok(detail)
-        }
         Step::Kill(s) => {
             world.group_mut()?.site_mut(&s.site)?.instance.kill().await?;
             Ok(format!("{} SIGKILLed", s.site))
@@ -232,39 +304,21 @@ async fn play(drill: &LoadedDrill, world: &mut World, step: &Step) -> Result<Str
             world.group_mut()?.site_mut(&s.site)?.instance.restart(SITE_TIMEOUT).await?;
             Ok(format!("{} restarted on its data directory", s.site))
         }
-        Step::Cut(l) => fault(world, &l.link, Fault::Blackhole),
-        Step::Refuse(l) => fault(world, &l.link, Fault::Refuse),
-        Step::Delay(d) => fault(world, &d.link, Fault::Delay { ms: d.ms }),
-        Step::Heal(l) => fault(world, &l.link, Fault::Pass),
-        Step::Reset(l) => {
-            let link = world.link(&l.link)?;
-            let n = link.live_connections();
-            link.reset();
-            Ok(format!("{}: {n} live connections reset", l.link))
-        }
         Step::ErrantWrite(e) => {
-            let instance = &world.group()?.site(&e.site)?.instance;
-            let before = instance.gtid_executed().await?;
-            let fenced = instance.flags().await?.super_read_only;
-            let insert = format!(
-                "INSERT INTO app.ledger (k, writer, written_at_us) VALUES ({}, 'errant', 0)",
-                e.key
-            );
-            let mut statements = vec!["SET GLOBAL super_read_only = OFF", insert.as_str()];
-            if fenced {
-                statements.push("SET GLOBAL super_read_only = ON");
-            }
-            instance.execute(&statements).await?;
-            let errant = instance.gtid_executed().await?.difference(&before);
-            let detail = format!("errant write of key {} on {}: {errant}", e.key, e.site);
-            if let Some(name) = &e.name {
-                world.recorded.insert(name.clone(), errant);
-            }
-            Ok(detail)
+            operator::errant_write(world, &e.site, e.key, e.name.as_deref()).await
         }
         Step::Fence(s) => {
             world.group()?.site(&s.site)?.instance.set_super_read_only(true).await?;
             Ok(format!("{} fenced (super_read_only=ON)", s.site))
+        }
+        Step::ReplicateFrom(r) => world.replicate_from(&r.site, &r.source).await,
+        Step::Unfence(s) => {
+            let statements = ["SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF"];
+            world.group()?.site(&s.site)?.instance.execute(&statements).await?;
+            Ok(format!("{} made writable by hand (super_read_only=OFF, read_only=OFF)", s.site))
+        }
+        Step::StartOperator(_) | Step::KillOperator(_) => {
+            Err(StepError::Failed("operator replicas need `requires: [operator]`".into()))
         }
         Step::Promote(s) => {
             let group = world.group_mut()?;
@@ -278,23 +332,23 @@ async fn play(drill: &LoadedDrill, world: &mut World, step: &Step) -> Result<Str
             world.recorded.insert(r.name.clone(), set);
             Ok(detail)
         }
-        Step::Sleep(s) => {
-            let d = s.duration.to_std().map_err(|e| StepError::Failed(e.to_string()))?;
-            tokio::time::sleep(d).await;
-            Ok(format!("slept {}", s.duration))
-        }
         Step::Annotate(_) | Step::Patch(_) => Err(StepError::Failed(
             "needs the lab API server of the operator's world, which this run lacks".into(),
         )),
-        Step::Wait(w) => {
-            let timeout = w.timeout.to_std().map_err(|e| StepError::Failed(e.to_string()))?;
-            checks::wait(world, &w.until, timeout).await
-        }
-        Step::Assert(c) => checks::assert(world, c).await,
+        // Played by `play_common`.
+        Step::StopWorkload(_)
+        | Step::Cut(_)
+        | Step::Refuse(_)
+        | Step::Delay(_)
+        | Step::Heal(_)
+        | Step::Reset(_)
+        | Step::Sleep(_)
+        | Step::Wait(_)
+        | Step::Assert(_) => Err(StepError::Failed(format!("{} was not played", step.kind()))),
     }
 }
 
-fn fault(world: &World, name: &str, fault: Fault) -> Result<String, StepError> {
+pub(crate) fn fault(world: &World, name: &str, fault: Fault) -> Result<String, StepError> {
     let link = world.link(name)?;
     link.set(fault)?;
     Ok(format!("{name}: {fault}"))

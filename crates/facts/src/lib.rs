@@ -14,6 +14,7 @@ mod distance;
 mod observe;
 mod selection;
 mod split_brain;
+pub mod verdict;
 
 pub use classify::{
     SiteFacts, Writers, classify, is_stale, non_candidates_to_fence, site_facts, writers,

@@ -21,8 +21,9 @@
 //! Services resolve through [`LabResolver`], the lab's side of the one seam
 //! [`bloodraven_workloads::Resolver`] (production: cluster DNS).
 //!
-//! The sidecar container is reported `waiting: NotRunInLab`; its process will live beside
-//! mysqld in the worker's sidecar slot.
+//! The sidecar container runs the `bloodraven-sidecar` binary beside mysqld when
+//! [`KubeletConfig::sidecar`] names it ([`sidecar`]: its links and environment); otherwise it
+//! is reported `waiting: NotRunInLab`.
 
 pub mod claims;
 mod error;
@@ -30,6 +31,7 @@ pub mod options;
 pub mod pod;
 pub mod resolver;
 mod runner;
+pub mod sidecar;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -53,6 +55,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 pub use crate::error::KubeletError;
 pub use crate::resolver::{LINK_PREFIX, LabResolver, link_name};
+pub use crate::sidecar::{SIDECAR_LINK_PREFIX, SidecarConfig, sidecar_link_name};
 
 use crate::runner::Runner;
 
@@ -73,6 +76,12 @@ pub struct RunningPod {
     pub restart_count: i32,
     /// The claim's folder (the instance folder; the data directory is `data/` inside it).
     pub data_dir: Option<PathBuf>,
+    /// The sidecar process's PID while it runs (only with [`KubeletConfig::sidecar`]).
+    pub sidecar_pid: Option<u32>,
+    /// Where the sidecar's HTTP server listens.
+    pub sidecar_addr: Option<SocketAddr>,
+    /// How often the sidecar process was restarted.
+    pub sidecar_restarts: i32,
 }
 
 /// The kubelet's table of pods, shared with workers and the resolver.
@@ -106,6 +115,15 @@ impl Shared {
             .filter(|(_, running)| running.pid.is_some())
             .and_then(|(_, running)| running.mysql_addr)
     }
+
+    /// The sidecar's HTTP address of the pod named `pod` in `namespace`, while it runs.
+    pub(crate) fn sidecar_addr(&self, namespace: &str, pod: &str) -> Option<SocketAddr> {
+        self.lock()
+            .iter()
+            .find(|((ns, _), running)| ns == namespace && running.pod == pod)
+            .filter(|(_, running)| running.sidecar_pid.is_some())
+            .and_then(|(_, running)| running.sidecar_addr)
+    }
 }
 
 /// How the kubelet runs.
@@ -122,6 +140,8 @@ pub struct KubeletConfig {
     pub resync: Duration,
     /// How long the initial list of each watched kind may take.
     pub list_timeout: Duration,
+    /// Run the sidecar container with this binary; `None` reports it `NotRunInLab`.
+    pub sidecar: Option<SidecarConfig>,
 }
 
 impl KubeletConfig {
@@ -133,6 +153,7 @@ impl KubeletConfig {
             ready_timeout: Duration::from_secs(60),
             resync: Duration::from_secs(2),
             list_timeout: Duration::from_secs(30),
+            sidecar: None,
         }
     }
 }

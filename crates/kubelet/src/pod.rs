@@ -76,6 +76,19 @@ pub struct PodReport {
     pub ready_since: jiff::Timestamp,
     /// The images of the template's containers, by name.
     pub images: BTreeMap<String, String>,
+    /// The sidecar process, when the lab runs it.
+    pub sidecar: Option<SidecarReport>,
+}
+
+/// The `sidecar` container as the lab runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SidecarReport {
+    /// When the process started (`None`: being restarted).
+    pub started_at: Option<jiff::Timestamp>,
+    /// Its PID.
+    pub pid: Option<u32>,
+    /// How often it was restarted.
+    pub restart_count: i32,
 }
 
 impl PodReport {
@@ -142,21 +155,47 @@ pub fn pod_status(report: &PodReport) -> PodStatus {
         last_state,
         ..ContainerStatus::default()
     };
-    let sidecar = ContainerStatus {
-        name: containers::SIDECAR.to_owned(),
-        image: image(containers::SIDECAR),
-        image_id: String::new(),
-        ready: false,
-        restart_count: 0,
-        started: Some(false),
-        state: Some(ContainerState {
-            waiting: Some(ContainerStateWaiting {
-                reason: Some(NOT_RUN_IN_LAB.to_owned()),
-                message: Some("the lab kubelet does not run the sidecar yet".to_owned()),
+    let sidecar = match &report.sidecar {
+        None => ContainerStatus {
+            name: containers::SIDECAR.to_owned(),
+            image: image(containers::SIDECAR),
+            image_id: String::new(),
+            ready: false,
+            restart_count: 0,
+            started: Some(false),
+            state: Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some(NOT_RUN_IN_LAB.to_owned()),
+                    message: Some("the lab kubelet runs no sidecar binary".to_owned()),
+                }),
+                ..ContainerState::default()
             }),
-            ..ContainerState::default()
-        }),
-        ..ContainerStatus::default()
+            ..ContainerStatus::default()
+        },
+        Some(sidecar) => ContainerStatus {
+            name: containers::SIDECAR.to_owned(),
+            image: image(containers::SIDECAR),
+            image_id: String::new(),
+            container_id: sidecar.pid.map(|pid| format!("lab://{pid}")),
+            // Its readiness probe is `/health`, which checks MySQL only.
+            ready: ready && sidecar.started_at.is_some(),
+            restart_count: sidecar.restart_count,
+            started: Some(sidecar.started_at.is_some()),
+            state: Some(match sidecar.started_at {
+                Some(at) => ContainerState {
+                    running: Some(ContainerStateRunning { started_at: Some(Time(at)) }),
+                    ..ContainerState::default()
+                },
+                None => ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some("ContainerCreating".to_owned()),
+                        message: None,
+                    }),
+                    ..ContainerState::default()
+                },
+            }),
+            ..ContainerStatus::default()
+        },
     };
     let statuses = std::iter::once(mysql)
         .chain(report.images.contains_key(containers::SIDECAR).then_some(sidecar))
@@ -228,6 +267,7 @@ mod tests {
                 ("mysql".to_owned(), "mysql:9.7".to_owned()),
                 ("sidecar".to_owned(), "s".to_owned()),
             ]),
+            sidecar: None,
         };
         let status = pod_status(&report);
         assert_eq!(status.phase.as_deref(), Some("Pending"));

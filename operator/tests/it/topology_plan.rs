@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use bloodraven_crd::group::{SiteRole, SiteState};
-use bloodraven_facts::{ReplicaObservation, RepointReason, SelectedBy, SiteFacts, WinnerBy};
+use bloodraven_facts::{
+    Ineligible, ReplicaObservation, RepointReason, SelectedBy, SiteFacts, WinnerBy,
+};
 use bloodraven_gtid::GtidSet;
 use bloodraven_operator::topology::{
     Alert, Deferral, FenceWhy, History, PlanInput, PromoteWhy, Step, plan,
@@ -322,6 +324,119 @@ fn an_unknown_active_site_is_waited_for() {
         World::new(facts).plan(),
         vec![Step::Alert(Alert::ActiveUnknown { site: "iad".into() })]
     );
+}
+
+#[test]
+fn a_new_group_waits_for_every_candidate_before_its_first_primary() {
+    let facts = vec![
+        cand("iad", Unreachable, "", None),
+        cand("pdx", ReadOnly, "", None),
+        site("fra", SiteRole::DisasterRecovery, ReadOnly, "", None),
+    ];
+    let mut world = World::new(facts);
+    world.recorded = None;
+    world.history.reachable_polls.insert("pdx".into(), 2);
+    assert_eq!(
+        world.plan(),
+        vec![Step::Alert(Alert::NoPrimary {
+            failed: None,
+            ineligible: vec![("iad".into(), Ineligible::State(Unreachable))]
+        })],
+        "iad has not answered yet and pdx answered for fewer polls than failureThreshold"
+    );
+    // iad answers: the priorities choose it.
+    world.facts[0].state = ReadOnly;
+    assert_eq!(
+        world.plan(),
+        vec![
+            Step::Promote {
+                site: "iad".into(),
+                by: PromoteWhy::FirstPrimary { by: SelectedBy::Priority }
+            },
+            Step::RecordActive { site: "iad".into(), failover: false },
+        ]
+    );
+    // iad stays silent for the detection bound after pdx answered: pdx is chosen alone.
+    world.facts[0].state = Unreachable;
+    world.history.reachable_polls.insert("pdx".into(), 3);
+    assert_eq!(
+        world.plan(),
+        vec![
+            Step::Promote {
+                site: "pdx".into(),
+                by: PromoteWhy::FirstPrimary { by: SelectedBy::OnlyCandidate }
+            },
+            Step::RecordActive { site: "pdx".into(), failover: false },
+        ]
+    );
+}
+
+#[test]
+fn a_new_group_promotes_the_freshest_candidate_before_the_priorities() {
+    let facts = vec![
+        cand("iad", ReadOnly, &format!("{A}:1-5"), None),
+        cand("pdx", ReadOnly, &format!("{A}:1-7"), None),
+        site("fra", SiteRole::DisasterRecovery, ReadOnly, "", None),
+    ];
+    let mut world = World::new(facts);
+    world.recorded = None;
+    let steps = world.plan();
+    assert!(
+        matches!(steps.first(), Some(Step::Promote { site, .. }) if site == "pdx"),
+        "pdx holds a superset of iad's transactions: {steps:?}"
+    );
+}
+
+#[test]
+fn a_pending_failover_is_finished_despite_its_own_cooldown() {
+    let mut facts = healthy();
+    facts[0].state = Unreachable;
+    let mut world = World::new(facts).failed_for("iad", 3);
+    // The intent was recorded a second ago (lastFailover names pdx), then the operator stopped
+    // before promoting.
+    world.history.last_failover = Some(now() - SignedDuration::from_secs(1));
+    world.history.pending_failover = Some("pdx".into());
+    assert!(
+        matches!(world.plan().first(), Some(Step::Promote { site, .. }) if site == "pdx"),
+        "{:?}",
+        world.plan()
+    );
+    // A pending failover to another site does not lift the cooldown.
+    world.history.pending_failover = Some("iad".into());
+    assert!(matches!(world.plan().as_slice(), [Step::Alert(Alert::Cooldown { .. })]));
+}
+
+#[test]
+fn a_planned_failover_claim_defers_failover_split_brain_and_convergence_but_not_role_fences() {
+    let claim = Deferral::Claim { run_id: "run-1".into() };
+    // Emergency failover: the active site is down past the threshold.
+    let mut facts = healthy();
+    facts[0].state = Unreachable;
+    let mut world = World::new(facts).failed_for("iad", 9);
+    world.deferral = Some(claim.clone());
+    assert_eq!(world.plan(), vec![Step::Alert(Alert::Deferred(claim.clone()))]);
+    // Split brain: nobody is fenced; a writable DR site still is.
+    let mut facts = healthy();
+    facts[1].state = Writable;
+    facts[2].state = Writable;
+    let mut world = World::new(facts);
+    world.deferral = Some(claim.clone());
+    assert_eq!(
+        world.plan(),
+        vec![
+            Step::Fence {
+                site: "fra".into(),
+                why: FenceWhy::NonCandidateWriter { role: SiteRole::DisasterRecovery }
+            },
+            Step::Alert(Alert::Deferred(claim.clone())),
+        ]
+    );
+    // Convergence: a follower on the wrong source is left alone.
+    let mut facts = healthy();
+    facts[2].replica.as_mut().unwrap().source_host = "pdx-internal".into();
+    let mut world = World::new(facts);
+    world.deferral = Some(claim.clone());
+    assert_eq!(world.plan(), vec![Step::Alert(Alert::Deferred(claim))]);
 }
 
 /// Per site: role, state, transactions of A and B.

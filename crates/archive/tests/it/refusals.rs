@@ -421,3 +421,19 @@ fn unknown_manifest_fields_survive_a_read_modify_write() {
     assert_eq!(written["files"][0]["futureRowField"], "kept");
     assert_eq!(written["promotions"][1]["futureRecordField"], 7);
 }
+
+#[test]
+fn a_manifest_key_with_an_invalid_site_is_object_invalid_never_dropped() {
+    let mut objects = healthy().objects;
+    let bytes = objects["manifest-b.json"].clone();
+    for bad in ["manifest-Bad_Site.json", "manifest-.json", "manifest-a.b.json"] {
+        let mut objects = objects.clone();
+        objects.insert(bad.to_owned(), bytes.clone());
+        let refused = refusal(open_objects(&objects));
+        assert_eq!(refused.token, RefusalToken::ArchiveObjectInvalid, "{bad}");
+        assert!(refused.message.contains(bad), "{bad}: {}", refused.message);
+    }
+    // Other objects whose names merely start with "manifest-" are not manifests.
+    objects.insert("manifest-notes.txt".to_owned(), Vec::new());
+    assert!(open_objects(&objects).is_ok());
+}

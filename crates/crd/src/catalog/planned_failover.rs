@@ -387,6 +387,15 @@ pub(super) static REASONS: &[Entry] = &[
         "Any outcome; read result.outcome for the cluster's state.",
         "Act on result.outcome, and report the run with its status block and the operator log.",
     ),
+    // Extension (not from the planned-failover document): see
+    // `planned_failover_run::OUTCOME_REASONS`.
+    entry(
+        "DragonflyUnsupported",
+        Never,
+        "Ours, not the document's: the group has spec.dragonfly.enabled: true, and this operator does not coordinate Dragonfly in a planned failover yet, so it refused the request before anything was fenced.",
+        "Nothing was touched; the old primary keeps serving.",
+        "Disable Dragonfly for the group (spec.dragonfly.enabled: false) and annotate again, or move the primary by hand following the runbook.",
+    ),
 ];
 
 pub(super) static WARNINGS: &[Entry] = &[

@@ -117,6 +117,9 @@ open_enum! {
         StatusStalled = "StatusStalled",
         ExecuteFailed = "ExecuteFailed",
         InternalError = "InternalError",
+        /// Ours, not from the document: Dragonfly coordination is not built, so a request on a
+        /// group with `spec.dragonfly.enabled: true` ends NotStarted with this reason.
+        DragonflyUnsupported = "DragonflyUnsupported",
     }
 }
 

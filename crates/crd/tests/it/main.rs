@@ -9,6 +9,7 @@ mod catalog;
 mod cel;
 mod crds;
 mod forward_compat;
+mod planned_failover_run;
 mod round_trip;
 
 /// The directory of the committed CRDs, deploy/crds/.

@@ -4,9 +4,12 @@
 //! - `validate`: broken drill files get errors naming the file, step, field and line.
 //! - `drills`: every shipped no-operator drill runs on real MySQL 9.7 (needs
 //!   `source scripts/provision.sh`); each is its own test so nextest runs them concurrently.
+//! - `operator`: every operator drill (`drills/operator-*.yaml`) in the live lab with the
+//!   operator in-process (real MySQL 9.7 too).
 
 #![allow(clippy::unwrap_used, reason = "test helpers; failures are test failures")]
 
 mod drills;
+mod operator;
 mod schema;
 mod validate;

@@ -50,6 +50,32 @@ const CASES: &[(&str, &str, &[&str])] = &[
         &["steps[1].assert.status", "requires: [operator]"],
     ),
     (
+        "startOperator without operator",
+        "  - startOperator: {name: b}\n",
+        &["steps[1].startOperator", "requires: [operator]"],
+    ),
+    (
+        "converged without operator",
+        "  - wait: {until: {converged: {activeSite: pdx}}, timeout: 5s}\n",
+        &["steps[1].wait.until.converged", "requires: [operator]"],
+    ),
+    (
+        "replicateFrom itself",
+        "  - replicateFrom: {site: fra, source: fra}\n",
+        &["t.yaml:4:", "steps[1].replicateFrom.source", "cannot replicate from itself"],
+    ),
+    (
+        "replica check with nothing to check",
+        "  - assert: {replica: {site: fra}}\n",
+        &["steps[1].assert.replica.io", "give `io`, `sql`, `source`"],
+    ),
+    (
+        "lostWithin before recording",
+        "  - startWorkload: {}\n  - stopWorkload: {}\n  \
+         - assert: {ledger: {lostWithin: {of: a, minus: b}}}\n",
+        &["steps[3].assert.ledger.lostWithin.of", "no GTID set is recorded as \"a\""],
+    ),
+    (
         "annotate without operator",
         "  - annotate: {key: a, value: b}\n",
         &["steps[1].annotate", "requires: [operator]"],
@@ -199,4 +225,32 @@ fn operator_drills_validate_operator_checks() {
     assert!(drill.requires_operator());
     assert_eq!(drill.primary, "iad");
     assert_eq!(drill.sites, ["iad", "pdx", "fra"]);
+}
+
+#[test]
+fn operator_replicas_are_started_before_they_are_killed_and_never_twice() {
+    let dir = dir();
+    let path = dir.path().join("t.yaml");
+    let head = "name: t\nrequires: [operator]\nsteps:\n  - startGroup: {manifest: manifests/three-sites.yaml}\n";
+    let cases: &[(&str, &[&str])] = &[
+        ("  - killOperator: {name: b}\n", &["t.yaml:5:", "steps[1].killOperator.name", "\"b\" does not run"]),
+        ("  - startOperator: {}\n", &["steps[1].startOperator.name", "\"operator\" already runs"]),
+        (
+            "  - killOperator: {}\n  - killOperator: {}\n",
+            &["steps[2].killOperator.name", "\"operator\" does not run"],
+        ),
+    ];
+    for (steps, fragments) in cases {
+        std::fs::write(&path, format!("{head}{steps}")).unwrap();
+        let err = bloodraven_drill::load(&path).unwrap_err().to_string();
+        for fragment in *fragments {
+            assert!(err.contains(fragment), "{steps:?}: {err:?} lacks {fragment:?}");
+        }
+    }
+    std::fs::write(
+        &path,
+        format!("{head}  - startOperator: {{name: b}}\n  - killOperator: {{}}\n  - startOperator: {{}}\n"),
+    )
+    .unwrap();
+    bloodraven_drill::load(&path).unwrap();
 }

@@ -9,6 +9,7 @@ mod classify;
 mod convergence;
 mod selection;
 mod split_brain;
+mod verdict;
 
 use bloodraven_crd::group::{SiteRole, SiteState};
 use bloodraven_facts::SiteFacts;

@@ -1,5 +1,4 @@
-//! Findings in `bloodraven-archive` (owned by another engineer): failing tests, ignored so the
-//! suite stays green. Run with `cargo nextest run -p bloodraven-pitr --run-ignored only`.
+//! Findings in `bloodraven-archive`, kept as regression tests once fixed.
 
 use bloodraven_archive::fixtures::{Fixture, Scenario};
 
@@ -10,7 +9,6 @@ use crate::helpers::open;
 /// as an "other object" (`ident::manifest_site` returns `None`), so the archive opens without it
 /// and the planner never sees that site's rows.
 #[test]
-#[ignore = "archive bug: a manifest key with an invalid site is silently dropped (issue 17)"]
 fn a_manifest_with_an_invalid_site_name_is_refused_not_dropped() {
     let mut fixture = Fixture::build(Scenario::HealthyPlannedFailover);
     let bytes = fixture.objects["manifest-b.json"].clone();

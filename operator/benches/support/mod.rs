@@ -1,0 +1,222 @@
+//! What the operator benchmarks share: the operator as a child process of its own (this
+//! benchmark binary again, in child mode) so that its RSS and CPU time are its own, the lab's
+//! request log as the poll counter, and `/proc` readings.
+//!
+//! Child mode (`BLOODRAVEN_BENCH_OPERATOR_CHILD=<dir>`): the operator's controller and topology
+//! managers (`controller::run`, every namespace, as the binary runs them) against the lab API
+//! server of `<dir>/kubeconfig`, resolving Services through `<dir>/resolve.json`
+//! (`{"<namespace>/<service>:<port>": "127.0.0.1:<port>"}`, re-read when a name is missing;
+//! anything else resolves to a closed port: a site that does not answer). The only
+//! difference from the shipped binary is that resolver (the binary's is the cluster DNS).
+
+#![allow(dead_code, reason = "each benchmark uses a part")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bloodraven_lab::Lab;
+use bloodraven_operator::controller::{self, Context};
+use bloodraven_operator::manager::Tuning;
+use bloodraven_workloads::{Resolver, ServiceAddress};
+use serde_json::Value;
+
+pub(crate) const CHILD_ENV: &str = "BLOODRAVEN_BENCH_OPERATOR_CHILD";
+pub(crate) const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+/// Linux's USER_HZ (the unit of utime/stime in /proc/<pid>/stat) on every architecture we run.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+pub(crate) fn quick() -> bool {
+    std::env::var_os("BLOODRAVEN_BENCH_QUICK").is_some()
+}
+
+/// In child mode, runs the operator until killed and never returns.
+pub(crate) fn run_child_if_asked() {
+    let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
+    let dir = PathBuf::from(dir);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("kubeconfig")).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let resolver = FileResolver {
+            file: dir.join("resolve.json"),
+            map: Mutex::default(),
+            closed: closed.port(),
+        };
+        let context =
+            Arc::new(Context::new(client, Arc::new(resolver), Tuning::default(), "bench"));
+        controller::run(context, None).await;
+    });
+    std::process::exit(0);
+}
+
+struct FileResolver {
+    file: PathBuf,
+    map: Mutex<BTreeMap<String, String>>,
+    closed: u16,
+}
+
+impl Resolver for FileResolver {
+    fn resolve(&self, namespace: &str, service: &str, port: u16) -> Option<ServiceAddress> {
+        let key = format!("{namespace}/{service}:{port}");
+        let mut map = self.map.lock().unwrap();
+        if !map.contains_key(&key) {
+            if let Ok(text) = std::fs::read_to_string(&self.file) {
+                if let Ok(read) = serde_json::from_str(&text) {
+                    *map = read;
+                }
+            }
+        }
+        let Some(addr) = map.get(&key) else {
+            return Some(ServiceAddress { host: "127.0.0.1".to_owned(), port: self.closed });
+        };
+        let (host, port) = addr.rsplit_once(':')?;
+        Some(ServiceAddress { host: host.to_owned(), port: port.parse().ok()? })
+    }
+}
+
+/// Writes `<dir>/resolve.json` atomically.
+pub(crate) fn write_resolve(dir: &Path, map: &BTreeMap<String, String>) {
+    let tmp = dir.join("resolve.json.tmp");
+    std::fs::write(&tmp, serde_json::to_string(map).unwrap()).unwrap();
+    std::fs::rename(tmp, dir.join("resolve.json")).unwrap();
+}
+
+/// The operator child; killed (and reaped) on drop.
+pub(crate) struct OperatorChild(Child);
+
+impl OperatorChild {
+    pub(crate) fn spawn(lab: &Lab, dir: &Path) -> Self {
+        lab.write_kubeconfig(&dir.join("kubeconfig"), None).unwrap();
+        let log = std::fs::File::create(dir.join("operator.log")).unwrap();
+        let child = Command::new(std::env::current_exe().unwrap())
+            .env(CHILD_ENV, dir)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        OperatorChild(child)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// utime + stime of every thread, in seconds.
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        // Fields after the command (which may hold spaces) start at field 3; utime is 14.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        ticks / TICKS_PER_SECOND
+    }
+
+    /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
+    pub(crate) fn status_kib(&self, field: &str) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|value| value.split_whitespace().next()?.parse().ok())
+            .unwrap()
+    }
+}
+
+impl Drop for OperatorChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls run so far: each topology poll starts with one GET of its group by name (the
+/// controller itself only lists and watches).
+pub(crate) fn polls(lab: &Lab) -> usize {
+    lab.requests()
+        .iter()
+        .filter(|request| {
+            request.verb == "get"
+                && request.resource.as_deref() == Some("mysqlfailovergroups.shipstream.io")
+                && request.name.is_some()
+                && request.subresource.is_none()
+        })
+        .count()
+}
+
+/// Waits (bounded) until `check` holds; panics naming `what` otherwise, after printing
+/// `diagnose()`.
+pub(crate) fn wait_until(
+    what: &str,
+    bound: Duration,
+    mut check: impl FnMut() -> bool,
+    diagnose: impl Fn() -> String,
+) {
+    let started = Instant::now();
+    while !check() {
+        if started.elapsed() > bound {
+            eprintln!("{}", diagnose());
+            panic!("gave up after {bound:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The end of the child's log and a group's stored status: what a failed wait prints.
+pub(crate) fn diagnose(lab: &Lab, dir: &Path) -> String {
+    let log = std::fs::read_to_string(dir.join("operator.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(30).collect();
+    let groups = lab.list("shipstream.io/v1alpha1", "MysqlFailoverGroup");
+    let status = groups.first().map(|group| group["status"].to_string()).unwrap_or_default();
+    format!(
+        "{} groups stored; the first one's status: {status}\nthe operator's log (last 30 lines, newest first):\n{}",
+        groups.len(),
+        tail.join("\n")
+    )
+}
+
+/// Loads the group CRD and deploy/examples/group.yaml (Namespace `orders`, its credentials
+/// Secret, group `orders`) into `lab`; returns the stored group.
+pub(crate) fn apply_example(lab: &Lab) -> Value {
+    let crd = std::fs::read_to_string(format!(
+        "{ROOT}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
+    ))
+    .unwrap();
+    lab.load_crds(&crd).unwrap();
+    let yaml = std::fs::read_to_string(format!("{ROOT}/deploy/examples/group.yaml")).unwrap();
+    lab.apply_yaml(&yaml)
+        .unwrap()
+        .into_iter()
+        .find(|object| object["kind"] == "MysqlFailoverGroup")
+        .expect("deploy/examples/group.yaml has a MysqlFailoverGroup")
+}
+
+/// A copy of `group` (a MysqlFailoverGroup object) named `name`, with no server-set fields.
+pub(crate) fn renamed(group: &Value, name: &str) -> Value {
+    let mut copy = group.clone();
+    let namespace = group["metadata"]["namespace"].clone();
+    copy["metadata"] = serde_json::json!({ "name": name, "namespace": namespace });
+    if let Some(object) = copy.as_object_mut() {
+        object.remove("status");
+    }
+    copy
+}
+
+/// The lab's base folder for the live benchmarks' MySQL data: short (socket paths).
+pub(crate) fn short_root() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("brb-").tempdir_in("/tmp").unwrap()
+}
+
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+}

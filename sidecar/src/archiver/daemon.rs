@@ -1,0 +1,365 @@
+//! The archiver as a sidecar task: settings from the environment the operator renders, the
+//! store built with its checks, the role sampler, and the scan loop publishing
+//! `/archiver/status`.
+//!
+//! Scans run when the binlog index changes (checked every `scan_floor`, 1 s by default: a
+//! cheap `stat`, standing in for the spec's inotify) and at least every `archivePollInterval`
+//! (default 60 s). A store that cannot be built is reported (`storeReady: false`, `lastError:
+//! archive store init: <cause>`, `uploadFailures` + 1) and retried every poll interval.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use bloodraven_archive::descriptor::SourceRef;
+use bloodraven_archive::reader::ReaderKey;
+use bloodraven_archive::{ArchiveId, Destination, NormalizedDestination};
+use bloodraven_store::{
+    ArchiveRoot, FsStore, MountInfoSource, S3Config, S3Credentials, S3Store, Store, check_pvc_store,
+};
+use jiff::Timestamp;
+use tokio::sync::watch;
+
+use super::local::LocalBinlogs;
+use super::mysql::{MysqlServer, Server as _};
+use super::retention::NoCutoff;
+use super::run::{Archiver, ArchiverConfig, run_sampler};
+use super::session::WriterIdentity;
+use super::status::ArchiverStatus;
+
+/// Where the PVC archive volume is mounted in the sidecar container.
+pub const PVC_MOUNT_PATH: &str = "/run/bloodraven/pitr-archive";
+
+/// Why the archiver's settings are unusable (the sidecar refuses to start the archiver).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// A variable is missing.
+    #[error("{0} is not set; the operator renders it when PITR is enabled")]
+    Missing(&'static str),
+    /// A variable is malformed.
+    #[error("{name}={value:?}: {detail}")]
+    Invalid { name: &'static str, value: String, detail: String },
+    /// The archive ID does not derive from the group UID and the destination.
+    #[error(
+        "BLOODRAVEN_PITR_ARCHIVE_ID={given} disagrees with the store settings (derived {derived} from the group uid and {destination}); the sidecar's identity must match its store"
+    )]
+    IdentityMismatch { given: String, derived: String, destination: String },
+}
+
+/// The archiver's settings.
+#[derive(Debug, Clone)]
+pub struct ArchiverSettings {
+    /// This site.
+    pub site: String,
+    /// The group.
+    pub source: SourceRef,
+    /// The archive ID.
+    pub archive_id: ArchiveId,
+    /// The parsed destination.
+    pub destination: Destination,
+    /// Its normalized text.
+    pub normalized: NormalizedDestination,
+    /// The key revision (status only).
+    pub key_revision: Option<String>,
+    /// The MySQL data directory (read-only mount) and index name.
+    pub data_dir: PathBuf,
+    /// `binlog.index` by default.
+    pub index_name: String,
+    /// `PEER_CHECK_INTERVAL`.
+    pub probe_interval: Duration,
+    /// `archivePollInterval`.
+    pub poll_interval: Duration,
+    /// How often the index is checked for a rotation.
+    pub scan_floor: Duration,
+}
+
+fn required(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<String, SettingsError> {
+    var(name).filter(|v| !v.is_empty()).ok_or(SettingsError::Missing(name))
+}
+
+fn seconds(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: Duration,
+) -> Result<Duration, SettingsError> {
+    match var(name).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(text) => bloodraven_archive::parse_probe_interval(&text)
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok())
+            .filter(|d| !d.is_zero())
+            .ok_or(SettingsError::Invalid {
+                name,
+                value: text,
+                detail: "expected a positive duration such as 5s or 1m".into(),
+            }),
+    }
+}
+
+/// Parses a normalized destination back into its parts.
+pub fn parse_destination(text: &str) -> Option<Destination> {
+    if let Some(rest) = text.strip_prefix("s3://") {
+        let (path, query) = rest.split_once('?')?;
+        let endpoint = query.strip_prefix("endpoint=")?.to_owned();
+        let path = path.strip_suffix("/binlogs").or_else(|| path.strip_suffix("binlogs"))?;
+        let (bucket, prefix) = path.split_once('/').unwrap_or((path, ""));
+        return Some(Destination::S3 {
+            bucket: bucket.to_owned(),
+            prefix: prefix.to_owned(),
+            endpoint,
+        });
+    }
+    let rest = text.strip_prefix("pvc://")?.strip_suffix("/binlogs")?;
+    let mut parts = rest.splitn(3, '/');
+    let namespace = parts.next()?.to_owned();
+    let claim = parts.next()?.to_owned();
+    let sub_path = parts.next().unwrap_or_default().to_owned();
+    Some(Destination::Pvc { namespace, claim, sub_path })
+}
+
+impl ArchiverSettings {
+    /// Reads the settings through `var` (the binary passes `std::env::var`). `Ok(None)` when
+    /// PITR is not configured (no `BLOODRAVEN_PITR_ARCHIVE_ID`).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, SettingsError> {
+        let Some(archive_text) = var("BLOODRAVEN_PITR_ARCHIVE_ID").filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        let archive_id: ArchiveId =
+            archive_text.parse().map_err(|e: bloodraven_archive::Error| {
+                SettingsError::Invalid {
+                    name: "BLOODRAVEN_PITR_ARCHIVE_ID",
+                    value: archive_text.clone(),
+                    detail: e.to_string(),
+                }
+            })?;
+        let uid = required(&var, "BLOODRAVEN_FAILOVER_GROUP_UID")?;
+        let destination_text = required(&var, "BLOODRAVEN_PITR_DESTINATION")?;
+        let invalid_destination = |detail: String| SettingsError::Invalid {
+            name: "BLOODRAVEN_PITR_DESTINATION",
+            value: destination_text.clone(),
+            detail,
+        };
+        let destination = parse_destination(&destination_text).ok_or_else(|| {
+            invalid_destination(
+                "expected s3://<bucket>/<prefix>/binlogs?endpoint=<url> or pvc://<namespace>/<claim>/<subPath>/binlogs"
+                    .into(),
+            )
+        })?;
+        let normalized = destination.normalize().map_err(|e| invalid_destination(e.to_string()))?;
+        let derived = ArchiveId::derive(&uid, &normalized);
+        if derived != archive_id {
+            return Err(SettingsError::IdentityMismatch {
+                given: archive_id.to_string(),
+                derived: derived.to_string(),
+                destination: normalized.to_string(),
+            });
+        }
+        let mode = var("BLOODRAVEN_PITR_ENCRYPTION_MODE").unwrap_or_else(|| "None".into());
+        if mode != "None" {
+            return Err(SettingsError::Invalid {
+                name: "BLOODRAVEN_PITR_ENCRYPTION_MODE",
+                value: mode,
+                detail: "this build's archiver writes plaintext archives only (the BRV1 object envelope is not built yet)".into(),
+            });
+        }
+        Ok(Some(ArchiverSettings {
+            site: required(&var, "SITE_NAME")?,
+            source: SourceRef {
+                namespace: required(&var, "BLOODRAVEN_GROUP_NAMESPACE")?,
+                name: required(&var, "BLOODRAVEN_GROUP_NAME")?,
+                uid,
+            },
+            archive_id,
+            destination,
+            normalized,
+            key_revision: var("BLOODRAVEN_PITR_KEY_REVISION").filter(|v| !v.is_empty()),
+            data_dir: var("BLOODRAVEN_MYSQL_DATA_DIR")
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "/var/lib/mysql".into())
+                .into(),
+            index_name: var("BLOODRAVEN_BINLOG_INDEX")
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "binlog.index".into()),
+            probe_interval: seconds(&var, "PEER_CHECK_INTERVAL", Duration::from_secs(5))?,
+            poll_interval: seconds(&var, "ARCHIVE_POLL_INTERVAL", Duration::from_secs(60))?,
+            scan_floor: seconds(&var, "ARCHIVE_SCAN_FLOOR", Duration::from_secs(1))?,
+        }))
+    }
+
+    fn config(&self, root: ArchiveRoot, storage_type: &str) -> ArchiverConfig {
+        ArchiverConfig {
+            identity: WriterIdentity {
+                source: self.source.clone(),
+                archive_id: self.archive_id.clone(),
+                key: ReaderKey::None,
+                site: self.site.clone(),
+            },
+            destination: self.normalized.clone(),
+            root,
+            storage_type: storage_type.to_owned(),
+            probe_interval: self.probe_interval,
+            retention_interval: Duration::from_secs(3600),
+            key_revision: self.key_revision.clone(),
+        }
+    }
+}
+
+/// Builds the store and the archive root, with the PVC mount check.
+pub async fn build_store(
+    settings: &ArchiverSettings,
+    mountinfo: &MountInfoSource,
+    pvc_mount: &std::path::Path,
+) -> Result<(Store, ArchiveRoot, &'static str), String> {
+    match &settings.destination {
+        Destination::S3 { bucket, prefix, endpoint } => {
+            let mut config = S3Config::new(bucket, prefix, S3Credentials::Environment);
+            if !endpoint.is_empty() {
+                config = config.with_endpoint(endpoint);
+            }
+            let store = S3Store::connect(config).await.map_err(|e| e.to_string())?;
+            let root = ArchiveRoot::under_profile("").map_err(|e| e.to_string())?;
+            Ok((store.into(), root, "S3"))
+        }
+        Destination::Pvc { namespace, claim, sub_path } => {
+            let relative = format!("{namespace}/{claim}/{sub_path}");
+            let root = ArchiveRoot::under_profile(&relative).map_err(|e| e.to_string())?;
+            check_pvc_store(pvc_mount, &pvc_mount.join(root.as_str()), mountinfo)
+                .map_err(|e| e.to_string())?;
+            let store = FsStore::new(pvc_mount).map_err(|e| e.to_string())?;
+            Ok((store.into(), root, "PVC"))
+        }
+    }
+}
+
+fn publish(sender: &watch::Sender<Option<serde_json::Value>>, status: &ArchiverStatus) {
+    let value = serde_json::to_value(status).ok();
+    sender.send_replace(value);
+}
+
+fn index_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Runs the archiver until `stop` resolves: builds the store (retrying), starts the role
+/// sampler, scans on rotations and every poll interval, and publishes its status.
+pub async fn run(
+    settings: ArchiverSettings,
+    server: MysqlServer,
+    status: watch::Sender<Option<serde_json::Value>>,
+    stop: impl Future<Output = ()> + Send,
+) {
+    let pvc = std::path::Path::new(PVC_MOUNT_PATH);
+    run_with(settings, server, status, stop, &MountInfoSource::ProcSelf, pvc).await;
+}
+
+/// [`run`] with the mount table and the PVC mount path injected (tests and the lab).
+pub async fn run_with(
+    settings: ArchiverSettings,
+    server: MysqlServer,
+    status: watch::Sender<Option<serde_json::Value>>,
+    stop: impl Future<Output = ()> + Send,
+    mountinfo: &MountInfoSource,
+    pvc_mount: &std::path::Path,
+) {
+    tokio::pin!(stop);
+    let mut failed =
+        ArchiverStatus { enabled: true, site: settings.site.clone(), ..Default::default() };
+    let (store, root, kind) = loop {
+        match build_store(&settings, mountinfo, pvc_mount).await {
+            Ok(built) => break built,
+            Err(cause) => {
+                failed.upload_failures += 1;
+                failed.last_error = format!("archive store init: {cause}");
+                tracing::warn!(%cause, "archive store init failed");
+                publish(&status, &failed);
+                tokio::select! {
+                    () = &mut stop => return,
+                    () = tokio::time::sleep(settings.poll_interval) => {}
+                }
+            }
+        }
+    };
+    let local = LocalBinlogs::new(&settings.data_dir, &settings.index_name);
+    let index_path = settings.data_dir.join(&settings.index_name);
+    let mut archiver = Archiver::open(store, settings.config(root, kind), local, NoCutoff).await;
+    let tracker = archiver.tracker();
+    let (stop_sampler, sampler_stopped) = tokio::sync::oneshot::channel::<()>();
+    let sampler =
+        tokio::spawn(run_sampler(server.clone(), tracker, settings.probe_interval, async {
+            let _ = sampler_stopped.await;
+        }));
+    let mut last_stamp = None;
+    let mut last_scan: Option<tokio::time::Instant> = None;
+    let mut ticker = tokio::time::interval(settings.scan_floor);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            _ = ticker.tick() => {}
+        }
+        let stamp = index_stamp(&index_path);
+        let due = last_scan.is_none_or(|at| at.elapsed() >= settings.poll_interval);
+        if stamp == last_stamp && !due {
+            continue;
+        }
+        last_stamp = stamp;
+        last_scan = Some(tokio::time::Instant::now());
+        let integrity = server.integrity().await;
+        let _ = archiver.scan(integrity, Timestamp::now()).await;
+        publish(&status, &archiver.status());
+    }
+    let _ = stop_sampler.send(());
+    let _ = sampler.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn settings_refuse_an_identity_that_disagrees_with_the_destination() {
+        let destination = Destination::Pvc {
+            namespace: "prod".into(),
+            claim: "backups".into(),
+            sub_path: "lion".into(),
+        };
+        let normalized = destination.normalize().unwrap();
+        assert_eq!(parse_destination(normalized.as_str()), Some(destination.clone()));
+        let id = ArchiveId::derive("uid-1", &normalized);
+        let base = vec![
+            ("BLOODRAVEN_PITR_ARCHIVE_ID", id.to_string()),
+            ("BLOODRAVEN_FAILOVER_GROUP_UID", "uid-1".to_owned()),
+            ("BLOODRAVEN_PITR_DESTINATION", normalized.to_string()),
+            ("SITE_NAME", "iad".to_owned()),
+            ("BLOODRAVEN_GROUP_NAMESPACE", "prod".to_owned()),
+            ("BLOODRAVEN_GROUP_NAME", "lion".to_owned()),
+        ];
+        let settings = ArchiverSettings::from_vars(vars(&base)).unwrap().unwrap();
+        assert_eq!(settings.archive_id, id);
+        assert_eq!(settings.poll_interval, Duration::from_secs(60));
+
+        let mut other = base.clone();
+        other[1].1 = "uid-2".to_owned();
+        let error = ArchiverSettings::from_vars(vars(&other)).unwrap_err();
+        assert!(matches!(error, SettingsError::IdentityMismatch { .. }), "{error}");
+        assert!(ArchiverSettings::from_vars(vars(&[])).unwrap().is_none());
+
+        let s3 = Destination::S3 {
+            bucket: "b".into(),
+            prefix: "prod/x".into(),
+            endpoint: "http://127.0.0.1:8333".into(),
+        };
+        let text = s3.normalize().unwrap();
+        assert_eq!(parse_destination(text.as_str()).unwrap().normalize().unwrap(), text);
+    }
+}
