@@ -8,7 +8,13 @@
 //! links. Measured once every group is converged (one writable primary, both followers
 //! replicating, Ready): a window of 30 s (10 s with BLOODRAVEN_BENCH_QUICK).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark harness")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "benchmark harness: it reports on stdout (BENCH lines) and panics on a broken setup"
+)]
 
 mod support;
 
@@ -40,7 +46,7 @@ fn converged(group: &Value) -> bool {
         && sites.len() == 3
         && sites.iter().all(|site| {
             if site["name"] == active {
-                site["state"] == "Writable"
+                site["state"] == "writable"
             } else {
                 site["replicating"] == true && site["sourceConvergenceState"] == "Converged"
             }

@@ -215,7 +215,7 @@ pub fn endpoint_spec(record: &Record) -> serde_json::Value {
 pub fn endpoint(group: &MysqlFailoverGroup, namespace: &str, record: &Record) -> serde_json::Value {
     let name = group_name(group);
     let mut metadata = serde_json::json!({
-        "name": endpoint_name(&name),
+        "name": endpoint_name(name),
         "namespace": namespace,
         "labels": {
             labels::NAME: labels::APP_NAME,

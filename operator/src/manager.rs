@@ -360,7 +360,6 @@ pub async fn poll_once(
     let deferral = shared
         .claims
         .get(key)
-        .filter(|_| std::env::var_os("REVERT_EXPERIMENT").is_none())
         .or_else(|| status.automation_held().then_some(Deferral::Hold { run_id: None }));
     let excluded = BTreeMap::new();
     let steps = plan(&PlanInput {
@@ -412,9 +411,7 @@ pub async fn poll_once(
             }
             Step::Promote { site, by } => {
                 let Some(pool) = pools.get(site) else { break };
-                if let PromoteWhy::Emergency { failed, .. } = by
-                    && std::env::var_os("REVERT_EXPERIMENT").is_none()
-                {
+                if let PromoteWhy::Emergency { failed, .. } = by {
                     // The durable intent first (lastFailover naming the target, no set yet):
                     // a restart between here and the recorded promotion finishes this
                     // failover instead of waiting out the cooldown, and a promotion is never

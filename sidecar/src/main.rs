@@ -4,10 +4,14 @@
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
+use bloodraven_sidecar::archiver::daemon::{self, ArchiverSettings};
+use bloodraven_sidecar::archiver::mysql::MysqlServer;
+use bloodraven_sidecar::archiver::status::ArchiverStatus;
 use bloodraven_sidecar::config::{self, Config};
 use bloodraven_sidecar::decide::Timings;
 use bloodraven_sidecar::mysql::MysqlTarget;
 use clap::Parser;
+use tokio::sync::watch;
 
 /// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
@@ -104,5 +108,34 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let config = Cli::parse().config().context("invalid sidecar settings")?;
-    bloodraven_sidecar::run(config, None, shutdown_signal()).await
+    let settings = ArchiverSettings::from_vars(|name| std::env::var(name).ok())
+        .context("invalid archiver settings")?;
+    let (stop_archiver, archiver_stopped) = tokio::sync::oneshot::channel::<()>();
+    let (status, archiver) = match settings {
+        None => {
+            // PITR is off: `/archiver/status` answers 200 with `enabled: false`.
+            let off = ArchiverStatus { site: config.site.clone(), ..ArchiverStatus::default() };
+            (watch::channel(serde_json::to_value(&off).ok()).1, None)
+        }
+        Some(settings) => {
+            let (sender, receiver) = watch::channel(None);
+            let opts = mysql_async::OptsBuilder::default()
+                .ip_or_hostname(config.mysql.host.clone())
+                .tcp_port(config.mysql.port)
+                .user(Some(config.mysql.user.clone()))
+                .pass(Some(config.mysql.password.clone()))
+                .prefer_socket(false);
+            let server = MysqlServer::new(opts.into());
+            let task = tokio::spawn(daemon::run(settings, server, sender, async {
+                let _ = archiver_stopped.await;
+            }));
+            (receiver, Some(task))
+        }
+    };
+    let served = bloodraven_sidecar::run(config, Some(status), shutdown_signal()).await;
+    let _ = stop_archiver.send(());
+    if let Some(task) = archiver {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), task).await;
+    }
+    served
 }

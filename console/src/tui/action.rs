@@ -25,6 +25,9 @@ pub enum Intent {
     ToggleProblems,
     /// Clear an applied filter (esc on the fleet).
     ClearFilter,
+    /// Scroll long lines (commands, GTID sets) left or right.
+    ScrollLeft,
+    ScrollRight,
     Open,
     Back,
     NextTab,

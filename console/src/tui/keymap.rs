@@ -46,8 +46,8 @@ const FLEET: &[Binding] = &[
     bind(KeyCode::PageDown, "pgdn", Intent::PageDown, "a page down", false),
     ctrl(KeyCode::Char('u'), "ctrl-u", Intent::HalfPageUp, "half a page up"),
     ctrl(KeyCode::Char('d'), "ctrl-d", Intent::HalfPageDown, "half a page down"),
-    bind(KeyCode::Char('p'), "p", Intent::ToggleProblems, "problems only / all groups", true),
-    bind(KeyCode::Char('/'), "/", Intent::StartFilter, "filter (regex, every column)", true),
+    bind(KeyCode::Char('p'), "p", Intent::ToggleProblems, "problems only / all", true),
+    bind(KeyCode::Char('/'), "/", Intent::StartFilter, "filter (regex)", true),
     bind(KeyCode::Esc, "esc", Intent::ClearFilter, "clear the filter", false),
     bind(KeyCode::Char('s'), "s", Intent::CycleSort, "sort by the next column", true),
     bind(KeyCode::Char('S'), "S", Intent::ReverseSort, "reverse the sort", false),
@@ -65,6 +65,8 @@ const DETAIL: &[Binding] = &[
     bind(KeyCode::BackTab, "shift-tab", Intent::PreviousTab, "previous panel", false),
     bind(KeyCode::Left, "←", Intent::PreviousTab, "previous panel", false),
     bind(KeyCode::Char('h'), "h", Intent::PreviousTab, "previous panel", false),
+    bind(KeyCode::Char('>'), ">", Intent::ScrollRight, "scroll the command right", false),
+    bind(KeyCode::Char('<'), "<", Intent::ScrollLeft, "scroll the command left", false),
     bind(KeyCode::Char('1'), "1", Intent::Tab(0), "overview: sites, conditions, events", true),
     bind(KeyCode::Char('2'), "2", Intent::Tab(1), "planned failover", false),
     bind(KeyCode::Char('3'), "3", Intent::Tab(2), "automation hold", false),
@@ -139,9 +141,9 @@ pub fn intent(mode: Mode, key: KeyEvent) -> Option<Intent> {
 
 /// The hint bar's text for a mode.
 pub fn hints(mode: Mode) -> String {
-    bindings(mode)
-        .iter()
-        .filter(|binding| binding.hint)
+    // `? help` first, so the narrowest terminal still shows it.
+    let help = bindings(mode).iter().filter(|binding| binding.hint && binding.key == "?");
+    help.chain(bindings(mode).iter().filter(|binding| binding.hint && binding.key != "?"))
         .map(|binding| format!("{} {}", binding.key, binding.help))
         .collect::<Vec<_>>()
         .join(" · ")

@@ -177,6 +177,8 @@ pub struct Ui {
     pub no_color: bool,
     /// Show only the groups with a finding at Warning or above (`p`).
     pub problems_only: bool,
+    /// How far long lines (commands, GTID sets) are scrolled to the right (`<` / `>`).
+    pub hscroll: u16,
 }
 
 impl Default for Ui {
@@ -195,6 +197,7 @@ impl Default for Ui {
             message: None,
             no_color: false,
             problems_only: false,
+            hscroll: 0,
         }
     }
 }
@@ -303,7 +306,8 @@ impl State {
                             .any(|cell| filter.is_match(cell))
                         || (crate::summary::held(group) && filter.is_match("held"))
                         || verdict.findings.iter().any(|finding| {
-                            filter.is_match(finding.kind.as_str()) || filter.is_match(&finding.cause)
+                            filter.is_match(finding.kind.as_str())
+                                || filter.is_match(&finding.cause)
                         })
                 })
             })
@@ -361,8 +365,8 @@ impl State {
 /// The fleet row's cells, in [`FLEET_COLUMNS`] order: what the table shows and the filter
 /// matches.
 pub fn fleet_cells(group: &MysqlFailoverGroup, verdict: &Verdict, now: Timestamp) -> [String; 12] {
-    use bloodraven_crd::ConditionType;
     use crate::summary;
+    use bloodraven_crd::ConditionType;
     [
         group.metadata.namespace.clone().unwrap_or_default(),
         group.metadata.name.clone().unwrap_or_default(),

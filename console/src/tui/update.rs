@@ -242,6 +242,9 @@ fn common(state: &mut State, intent: &Intent) -> bool {
 /// smallest layout, 80x24).
 pub const PAGE: usize = 16;
 
+/// Columns `<` and `>` move a long line.
+pub const HSCROLL_STEP: u16 = 20;
+
 fn fleet_input(state: &mut State, intent: Intent) {
     if common(state, &intent) {
         return;
@@ -264,12 +267,10 @@ fn fleet_input(state: &mut State, intent: Intent) {
                 if state.ui.problems_only { "problems only" } else { "all groups" }.to_owned(),
             );
         }
-        Intent::ClearFilter => {
-            if !state.ui.filter.is_empty() {
-                state.ui.filter.clear();
-                state.ui.filter_error = None;
-                state.ui.selected = 0;
-            }
+        Intent::ClearFilter if !state.ui.filter.is_empty() => {
+            state.ui.filter.clear();
+            state.ui.filter_error = None;
+            state.ui.selected = 0;
         }
         Intent::Open => {
             if let Some(group) = state.visible_groups().get(state.ui.selected) {
@@ -277,6 +278,7 @@ fn fleet_input(state: &mut State, intent: Intent) {
                 state.ui.screens.push(Screen::Group { key, tab: DetailTab::Overview });
                 state.ui.mode = Mode::Detail;
                 state.ui.scroll = 0;
+                state.ui.hscroll = 0;
             }
         }
         Intent::StartFilter => {
@@ -315,6 +317,15 @@ fn detail_input(state: &mut State, intent: Intent) {
         }
         Intent::Top => {
             state.ui.scroll = 0;
+            state.ui.hscroll = 0;
+            return;
+        }
+        Intent::ScrollRight => {
+            state.ui.hscroll = state.ui.hscroll.saturating_add(HSCROLL_STEP);
+            return;
+        }
+        Intent::ScrollLeft => {
+            state.ui.hscroll = state.ui.hscroll.saturating_sub(HSCROLL_STEP);
             return;
         }
         Intent::PageDown | Intent::HalfPageDown => {
@@ -339,6 +350,7 @@ fn detail_input(state: &mut State, intent: Intent) {
     };
     *tab = DetailTab::ALL[index];
     state.ui.scroll = 0;
+    state.ui.hscroll = 0;
 }
 
 fn line_input(state: &mut State, intent: Intent, filter: bool) {
@@ -396,10 +408,9 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
                             state.ui.screens.push(Screen::Group { key, tab: *found });
                             state.ui.mode = Mode::Detail;
                             state.ui.scroll = 0;
+                            state.ui.hscroll = 0;
                         }
-                        None => {
-                            state.ui.message = Some("no group is selected to view".to_owned())
-                        }
+                        None => state.ui.message = Some("no group is selected to view".to_owned()),
                     },
                 },
                 None => {

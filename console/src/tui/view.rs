@@ -15,10 +15,10 @@ use super::state::{
     ArchiveState, ConnectionStatus, DetailTab, FLEET_COLUMNS, Key, Mode, Screen, SourceKind, State,
     fleet_cells,
 };
-use bloodraven_facts::verdict::Severity;
 use crate::archive::{ArchiveOutcome, ArchiveSummary, FileFlag, SiteTimeline};
 use crate::report;
 use crate::summary::{self, NONE};
+use bloodraven_facts::verdict::Severity;
 
 /// The smallest terminal the layout is made for.
 pub const MIN_WIDTH: u16 = 80;
@@ -185,9 +185,8 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
     let groups = state.visible_groups();
     // One verdict per group: the title counts every group, the rows show theirs.
     let (backups, verifications) = state.related();
-    let judge = |group: &MysqlFailoverGroup| {
-        crate::verdict::of(group, &backups, &verifications, state.now)
-    };
+    let judge =
+        |group: &MysqlFailoverGroup| crate::verdict::of(group, &backups, &verifications, state.now);
     let counts = crate::verdict::fleet_counts(
         state.data.groups.values().map(judge).collect::<Vec<_>>().iter(),
     );
@@ -245,9 +244,11 @@ fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         }
         let text = why.join("; ");
         frame.render_widget(
-            Paragraph::new(text)
-                .wrap(Wrap { trim: true })
-                .block(titled(state, title, SourceKind::Groups)),
+            Paragraph::new(text).wrap(Wrap { trim: true }).block(titled(
+                state,
+                title,
+                SourceKind::Groups,
+            )),
             area,
         );
         return;
@@ -367,32 +368,55 @@ fn render_next_action(
     let verdict = state.verdict(group);
     let Some(finding) = verdict.problems().next() else { return area };
     let marker = finding.severity.marker();
-    let mut lines = vec![Line::from(vec![
+    let prose = Line::from(vec![
         Span::styled(
             format!("{marker} NEXT ({} more) ", verdict.problems().count() - 1),
             severity_style(state, Some(finding.severity)).add_modifier(Modifier::BOLD),
         ),
         Span::raw(format!("{}: {}", finding.cause, finding.action)),
-    ])];
-    if let Some(command) = &finding.command {
-        lines.push(Line::from(Span::styled(format!("$ {command}"), bold())));
-    }
+    ]);
     let inner = area.width.saturating_sub(2).max(1);
-    let height: u16 = lines
-        .iter()
-        .map(|line| u16::try_from(line.width()).unwrap_or(u16::MAX).div_ceil(inner).max(1))
-        .sum::<u16>()
-        .min(area.height / 2)
-        + 2;
+    let command_rows = u16::from(finding.command.is_some());
+    let prose_rows = u16::try_from(prose.width())
+        .unwrap_or(u16::MAX)
+        .div_ceil(inner)
+        .max(1)
+        .min((area.height / 2).saturating_sub(2 + command_rows).max(1));
     let [next, rest] =
-        Layout::vertical([Constraint::Length(height), Constraint::Min(1)]).areas(area);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(Block::bordered().border_style(
-            severity_style(state, Some(finding.severity)),
-        )),
-        next,
-    );
+        Layout::vertical([Constraint::Length(prose_rows + command_rows + 2), Constraint::Min(1)])
+            .areas(area);
+    let block = Block::bordered().border_style(severity_style(state, Some(finding.severity)));
+    let body = block.inner(next);
+    frame.render_widget(block, next);
+    let [prose_area, command_area] =
+        Layout::vertical([Constraint::Length(prose_rows), Constraint::Length(command_rows)])
+            .areas(body);
+    frame.render_widget(Paragraph::new(prose).wrap(Wrap { trim: false }), prose_area);
+    if let Some(command) = &finding.command {
+        frame.render_widget(command_line(state, command, command_area.width), command_area);
+    }
     rest
+}
+
+/// The long-text rule: a command (or GTID set) is never wrapped or cut. It stays on one line
+/// and scrolls horizontally (`<` / `>`, [`super::state::Ui::hscroll`]); `…` at either end
+/// says there is more that way.
+pub fn command_line(state: &State, command: &str, width: u16) -> Paragraph<'static> {
+    let text = format!("$ {command}");
+    let total = text.chars().count();
+    let width = usize::from(width).max(2);
+    let max_offset = total.saturating_sub(width - 1);
+    let offset = usize::from(state.ui.hscroll).min(max_offset);
+    let mut shown: String = text.chars().skip(offset).take(width).collect();
+    let more_right = offset + width < total;
+    if more_right {
+        shown = shown.chars().take(width - 1).collect();
+        shown.push('…');
+    }
+    if offset > 0 {
+        shown = format!("…{}", shown.chars().skip(1).collect::<String>());
+    }
+    Paragraph::new(Line::from(Span::styled(shown, bold())))
 }
 
 fn pairs(lines: Vec<(String, String)>) -> Vec<Line<'static>> {

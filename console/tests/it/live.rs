@@ -10,7 +10,11 @@ use bloodraven_console::live;
 fn operator_bin() -> std::path::PathBuf {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bloodraven"))
         .with_file_name("bloodraven-operator");
-    assert!(bin.is_file(), "{} is missing: run `cargo build -p bloodraven-operator`", bin.display());
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p bloodraven-operator`",
+        bin.display()
+    );
     bin
 }
 
@@ -107,7 +111,10 @@ fn the_live_lab_binary_stops_every_mysqld_on_sighup() {
         }
         seen.push(line);
     };
-    assert!(seen.iter().any(|l| l.contains("the operator") && l.contains("group.yaml")), "{seen:#?}");
+    assert!(
+        seen.iter().any(|l| l.contains("the operator") && l.contains("group.yaml")),
+        "{seen:#?}"
+    );
     let pids: Vec<u32> = ready
         .split("(pid ")
         .skip(1)

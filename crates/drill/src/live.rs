@@ -200,11 +200,10 @@ impl LiveLab {
         let dist = MysqlDist::from_env()?;
         let template = ensure_template_async(&dist).await?;
         let namespace = group.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let name = group
-            .metadata
-            .name
-            .clone()
-            .ok_or_else(|| LiveError::Other("the group manifest has no metadata.name".into()))?;
+        let name =
+            group.metadata.name.clone().ok_or_else(|| {
+                LiveError::Other("the group manifest has no metadata.name".into())
+            })?;
         let lab = Lab::start(LabConfig::default()).await?;
         for (_, text) in CRDS {
             lab.load_crds(text)?;
@@ -216,9 +215,8 @@ impl LiveLab {
         if let Some(credentials) = &group.spec.credentials {
             lab.apply(credentials_secret(&namespace, &credentials.operator_secret_name))?;
         }
-        let mut object = serde_json::to_value(group).map_err(|e| {
-            LiveError::Other(format!("the group manifest does not serialize: {e}"))
-        })?;
+        let mut object = serde_json::to_value(group)
+            .map_err(|e| LiveError::Other(format!("the group manifest does not serialize: {e}")))?;
         object["metadata"]["namespace"] = json!(namespace);
         lab.apply(object)?;
         // A short path: mysqld's unix socket lives in the claim folders below it.
@@ -366,7 +364,9 @@ impl LiveLab {
         self.kubelet()?
             .pod(&self.namespace, &self.deployment(site))
             .and_then(|pod| pod.mysql_addr)
-            .ok_or_else(|| LiveError::Other(format!("site {site}: no mysqld address (no pod yet?)")))
+            .ok_or_else(|| {
+                LiveError::Other(format!("site {site}: no mysqld address (no pod yet?)"))
+            })
     }
 
     /// The fault-proxy link of Service `service` port 3306 (created on first use).
@@ -427,7 +427,9 @@ impl LiveLab {
             .list("v1", "Event")
             .into_iter()
             .chain(self.lab().list("events.k8s.io/v1", "Event"))
-            .filter(|event| seen.insert(event["metadata"]["name"].as_str().unwrap_or("").to_owned()))
+            .filter(|event| {
+                seen.insert(event["metadata"]["name"].as_str().unwrap_or("").to_owned())
+            })
             .filter(|event| {
                 let regarding = event.get("involvedObject").or_else(|| event.get("regarding"));
                 event["metadata"]["namespace"] == self.namespace.as_str()

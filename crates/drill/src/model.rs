@@ -591,9 +591,6 @@ impl Check {
 
     /// Whether the check reads the lab API server (the operator's world).
     pub fn needs_operator(&self) -> bool {
-        matches!(
-            self,
-            Self::Status(_) | Self::Event(_) | Self::Outcome(_) | Self::Converged(_)
-        )
+        matches!(self, Self::Status(_) | Self::Event(_) | Self::Outcome(_) | Self::Converged(_))
     }
 }

@@ -84,7 +84,9 @@ impl World {
     }
 
     pub(crate) fn live(&self) -> Result<&LiveLab, StepError> {
-        self.live.as_ref().ok_or_else(|| StepError::Failed("the operator's world is not started".into()))
+        self.live
+            .as_ref()
+            .ok_or_else(|| StepError::Failed("the operator's world is not started".into()))
     }
 
     fn link(&self, name: &str) -> Result<Link, StepError> {
@@ -121,15 +123,14 @@ pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, Dr
     for (index, step) in drill.drill.steps.iter().enumerate() {
         let at = started.elapsed();
         let remaining = drill.timeout.saturating_sub(at);
-        let result = match tokio::time::timeout(remaining, play(drill, &launcher, &mut world, step))
-            .await
-        {
-            Ok(r) => r,
-            Err(_) => Err(StepError::Failed(format!(
-                "the drill's timeout ({:?}) ran out during this step",
-                drill.timeout
-            ))),
-        };
+        let result =
+            match tokio::time::timeout(remaining, play(drill, &launcher, &mut world, step)).await {
+                Ok(r) => r,
+                Err(_) => Err(StepError::Failed(format!(
+                    "the drill's timeout ({:?}) ran out during this step",
+                    drill.timeout
+                ))),
+            };
         let took = started.elapsed().saturating_sub(at);
         let ok = result.is_ok();
         // GTID sets print with a newline after each comma, as MySQL does: one line per step.
@@ -235,8 +236,10 @@ async fn stop_workload(world: &mut World) -> Result<String, StepError> {
         world.workload.take().ok_or_else(|| StepError::Failed("no workload runs".into()))?;
     let ledger = w.stop().await?;
     let acked = ledger.acknowledged().count();
-    let detail =
-        format!("workload {name:?} stopped: {} attempts, {acked} acknowledged", ledger.attempts.len());
+    let detail = format!(
+        "workload {name:?} stopped: {} attempts, {acked} acknowledged",
+        ledger.attempts.len()
+    );
     world.ledgers.insert(name, ledger);
     Ok(detail)
 }

@@ -66,12 +66,11 @@ impl Resolver for FileResolver {
     fn resolve(&self, namespace: &str, service: &str, port: u16) -> Option<ServiceAddress> {
         let key = format!("{namespace}/{service}:{port}");
         let mut map = self.map.lock().unwrap();
-        if !map.contains_key(&key) {
-            if let Ok(text) = std::fs::read_to_string(&self.file) {
-                if let Ok(read) = serde_json::from_str(&text) {
-                    *map = read;
-                }
-            }
+        if !map.contains_key(&key)
+            && let Ok(text) = std::fs::read_to_string(&self.file)
+            && let Ok(read) = serde_json::from_str(&text)
+        {
+            *map = read;
         }
         let Some(addr) = map.get(&key) else {
             return Some(ServiceAddress { host: "127.0.0.1".to_owned(), port: self.closed });

@@ -751,6 +751,36 @@ impl Pass<'_> {
         }
     }
 
+    /// While a run is live (Admitting or later): a leftover copy of its own request (the same
+    /// target, with the same or no maxLagWait) is removed silently, any other request with a
+    /// PlannedFailoverRejected Event.
+    pub(crate) fn requests_while_live(&mut self) {
+        let Some(parsed) = self.request() else { return };
+        match parsed {
+            Ok(request) => {
+                let ours = self
+                    .block()
+                    .and_then(|b| b.settings.as_ref())
+                    .and_then(|s| s.max_lag_wait.as_ref())
+                    .and_then(|d| d.to_std().ok());
+                let same_wait =
+                    request.max_lag_wait.is_none_or(|wait| Some(wait.unsigned_abs()) == ours);
+                if request.target != self.target() || !same_wait {
+                    self.decision.event(
+                        "PlannedFailoverRejected",
+                        "planned-failover annotation ignored: a previous planned failover is still running",
+                    );
+                }
+                self.remove_request(&request.raw);
+            }
+            Err(error) => {
+                let target = error.requested_target().to_owned();
+                let message = error.to_string();
+                self.reject_without_block(&target, &error.input, message);
+            }
+        }
+    }
+
     /// Removes the request annotation when it is this run's own.
     fn remove_own_request(&mut self, target: &str) {
         if let Some(Ok(request)) = self.request()

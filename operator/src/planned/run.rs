@@ -128,6 +128,7 @@ impl Pass<'_> {
 
     /// A phase that holds the claim.
     pub(crate) fn claimed_pass(&mut self) {
+        self.requests_while_live();
         let fresh = self.record.memory.run_id.as_deref() != Some(self.run_id().as_str());
         if fresh && !self.decision.memory.confirmed_side_effect {
             self.decision.memory.confirmed_side_effect = true;
@@ -800,6 +801,7 @@ impl Pass<'_> {
 
     /// Publishing: the terminal Succeeded write with `status.lastFailover`.
     pub(crate) fn publishing_pass(&mut self) {
+        self.requests_while_live();
         if (self.obs.status_write_failing || self.stall_annotation().is_some())
             && self.stall_check()
         {

@@ -377,7 +377,7 @@ fn emergency(input: &PlanInput<'_>, failed: &str, steps: &mut Vec<Step>) {
             let finishing = input.history.pending_failover.as_deref() == Some(site.as_str());
             if let Some(until) = input.history.last_failover.map(|last| last + input.cooldown)
                 && input.now < until
-                && (!finishing || std::env::var_os("REVERT_EXPERIMENT").is_some())
+                && !finishing
             {
                 steps.push(Step::Alert(Alert::Cooldown { until, would_promote: site }));
                 return;

@@ -273,6 +273,10 @@ where
     }
 }
 
+/// A planted group: its name (and namespace), the edit of the example, words the condition
+/// must carry.
+type Planted = (&'static str, fn(&mut Value), &'static str);
+
 fn namespace(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }
@@ -322,7 +326,7 @@ async fn the_controller_survives_scenarios_and_hand_broken_objects() {
         }
     }
     // Specs the CRD cannot catch, or that an older CRD let through.
-    let refused: &[(&str, fn(&mut Value), &str)] = &[
+    let refused: &[Planted] = &[
         (
             "one-candidate",
             |g| g["spec"]["sites"][1]["role"] = json!("DisasterRecovery"),
@@ -354,20 +358,16 @@ async fn the_controller_survives_scenarios_and_hand_broken_objects() {
         lab.apply(namespace(name)).unwrap();
         lab.insert_unvalidated(planted(name, edit)).unwrap();
     }
-    // Hand-broken statuses of a valid spec: wrong types, missing fields, unknown enum values.
+    // Hand-broken statuses of a valid spec: unknown enum values and unknown fields read (and
+    // survive); wrong types and missing required fields do not read at all.
     let broken: &[(&str, Value)] = &[
         (
             "status-unknown-values",
             json!({"activeSite": "nowhere", "sites": [
-            {"name": "iad", "state": "exploded", "sourceConvergenceState": "Sideways",
-             "sourceConvergenceReason": "Gremlins"}],
-            "conditions": [{"type": "Ready", "status": "Maybe", "reason": "Who"}],
-            "lastFailover": {"target": "mars"}}),
-        ),
-        (
-            "status-missing-fields",
-            json!({"sites": [{"state": "writable"}],
-            "conditions": [{"status": "True"}]}),
+                {"name": "iad", "state": "exploded", "sourceConvergenceState": "Sideways",
+                 "sourceConvergenceReason": "Gremlins"}],
+                "conditions": [{"type": "Ready", "status": "Maybe", "reason": "Who"}],
+                "lastFailover": {"target": "mars"}}),
         ),
         ("status-unrelated", json!({"futureField": {"deep": [1, 2, 3]}, "sites": []})),
     ];
@@ -377,6 +377,30 @@ async fn the_controller_survives_scenarios_and_hand_broken_objects() {
         lab.insert_unvalidated(planted(name, move |g| g["status"] = status)).unwrap();
         names.push(((*name).to_owned(), (*name).to_owned()));
     }
+    let unreadable: &[Planted] = &[
+        (
+            "status-missing-fields",
+            |g| {
+                g["status"] =
+                    json!({"sites": [{"state": "writable"}], "conditions": [{"status": "True"}]})
+            },
+            "does not read at status.",
+        ),
+        (
+            "status-wrong-types",
+            |g| g["status"] = json!({"sites": "iad", "activeSite": 5}),
+            "does not read at status.",
+        ),
+        (
+            "spec-wrong-types",
+            |g| g["spec"]["sites"] = json!("iad,pdx"),
+            "does not read at spec.sites",
+        ),
+    ];
+    for (name, edit, _) in unreadable {
+        lab.apply(namespace(name)).unwrap();
+        lab.insert_unvalidated(planted(name, edit)).unwrap();
+    }
 
     let context = Arc::new(Context::new(client.clone(), Arc::new(Nowhere), Tuning::default(), "t"));
     let controller = tokio::spawn(controller::run(context.clone(), None));
@@ -384,8 +408,8 @@ async fn the_controller_survives_scenarios_and_hand_broken_objects() {
     for (name, _, words) in refused {
         let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), name);
         let message = wait_for(&format!("{name}: Ready=False/InvalidSpec"), || async {
-            let ready =
-                groups.get(name).await.ok()?.status?.condition(&ConditionType::Ready)?.clone();
+            let got = groups.get(name).await;
+            let ready = got.ok()?.status?.condition(&ConditionType::Ready)?.clone();
             (ready.reason.as_ref().map(|r| r.as_str()) == Some(validate::REASON)
                 && !ready.is_true())
             .then(|| ready.message.unwrap_or_default())
@@ -411,6 +435,31 @@ async fn the_controller_survives_scenarios_and_hand_broken_objects() {
         )
         .await;
     }
+    // Unreadable groups: reported with the path that does not read, nothing else done; they
+    // did not stop the watch of the groups above.
+    let resource = kube::api::ApiResource::erase::<MysqlFailoverGroup>(&());
+    for (name, _, words) in unreadable {
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(client.clone(), name, &resource);
+        let message = wait_for(&format!("{name}: Ready=False/GroupUnreadable"), || async {
+            let object = api.get(name).await.ok()?;
+            let conditions = object.data["status"]["conditions"].as_array()?.clone();
+            conditions
+                .iter()
+                .find(|c| c["type"] == "Ready" && c["reason"] == controller::UNREADABLE)
+                .and_then(|c| c["message"].as_str().map(str::to_owned))
+        })
+        .await;
+        assert!(message.contains(words), "{name}: {words:?} not in {message:?}");
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(client.clone(), name);
+        assert!(deployments.list(&Default::default()).await.unwrap().items.is_empty(), "{name}");
+    }
+    let events = lab.list("events.k8s.io/v1", "Event");
+    assert!(
+        events.iter().any(|e| e["reason"] == controller::UNREADABLE),
+        "a GroupUnreadable Event"
+    );
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a panic was reported above");
     assert!(!controller.is_finished(), "the controller is still running");
     controller.abort();

@@ -406,3 +406,40 @@ async fn a_held_claim_defers_split_brain_and_failover_until_released() {
     kubelet.shutdown().await;
     lab.stop().await.expect("the lab stops");
 }
+
+/// Bounded `STOP REPLICA`: promoting a follower whose receiver is stuck reconnecting to a
+/// frozen source (SIGSTOP: TCP connects, nothing answers) succeeds within the bounds instead
+/// of timing out, and the next observation of that follower is not stuck behind the killed
+/// statement. Before the fix, `STOP REPLICA` outlasted the 2 s bound and the promotion failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promoting_a_follower_of_a_frozen_source_is_bounded() {
+    use bloodraven_operator::observe::{Bounds, observe_site};
+    use bloodraven_sites::group::{Group, GroupSpec};
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let group = Group::start(GroupSpec::new(&["src", "dst"]))
+        .await
+        .expect("two MySQL 9.7 sites (run `source scripts/provision.sh`)");
+    let source = group.site("src").unwrap();
+    let follower = group.site("dst").unwrap();
+    source.instance.freeze().expect("SIGSTOP the source");
+    // Past replica_net_timeout (4 s in the lab): the receiver gives up its session and hangs
+    // reconnecting to the frozen source, where STOP REPLICA cannot interrupt it.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let pool = mysql_async::Pool::new(bloodraven_sites::accounts::opts(
+        &bloodraven_sites::accounts::OPERATOR,
+        follower.instance.addr(),
+        None,
+    ));
+    let bounds = Bounds { connect: Duration::from_millis(1500), query: Duration::from_secs(2) };
+    let started = Instant::now();
+    let promoted = bloodraven_operator::apply::promote(&pool, "dst", bounds).await;
+    let took = started.elapsed();
+    let observed = observe_site(&pool, "dst", bounds).await;
+    tracing::warn!(?took, ?promoted, "promotion of a frozen source's follower");
+    assert!(promoted.is_ok(), "the promotion succeeds within its bounds: {promoted:?}");
+    let reading = observed.reading.expect("the next observation answers (not stuck)");
+    assert!(!reading.read_only && !reading.super_read_only, "writable: {reading:?}");
+    source.instance.thaw().expect("SIGCONT the source");
+    let _ = pool.disconnect().await;
+    drop(group);
+}

@@ -145,6 +145,8 @@ async fn operator_rbac_is_exactly_what_the_operator_calls() {
 
     // The test reads through the library (never logged as the operator's calls).
     wait_for("a status with three unreachable sites", || async {
+        let refused = refused(&lab);
+        assert!(refused.is_empty(), "deploy/operator/rbac.yaml refused the operator: {refused:#?}");
         let group =
             lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some(NAMESPACE), GROUP)?;
         let status = serde_json::from_value::<MysqlFailoverGroup>(group).ok()?.status?;
@@ -173,6 +175,15 @@ async fn operator_rbac_is_exactly_what_the_operator_calls() {
 
     check_rbac(&lab, &["dnsendpoints"]);
     lab.stop().await.expect("the lab stops");
+}
+
+/// The operator's calls the lab refused (403), as `verb path?query`.
+fn refused(lab: &Lab) -> Vec<String> {
+    lab.requests()
+        .into_iter()
+        .filter(|request| request.user == OPERATOR_USER && request.status == 403)
+        .map(|request| format!("{} {}?{}", request.verb, request.path, request.query))
+        .collect()
 }
 
 /// (a) no call of the operator's ServiceAccount was refused; (b) every (API group, resource,
@@ -317,6 +328,8 @@ async fn operator_rbac_covers_a_live_group_publishing_dns() {
     let controller = tokio::spawn(controller::run(context.clone(), None));
 
     wait_for("the group to converge (Ready, one primary, followers replicating)", || async {
+        let refused = refused(&lab);
+        assert!(refused.is_empty(), "deploy/operator/rbac.yaml refused the operator: {refused:#?}");
         converged(&lab.get(
             "shipstream.io/v1alpha1",
             "MysqlFailoverGroup",

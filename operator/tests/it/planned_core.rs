@@ -465,7 +465,10 @@ fn succeeded() -> Ended {
 }
 
 /// Each pair the catalog allows and the test that reaches it.
-const PAIRS: &[(&str, &str, fn() -> Ended)] = &[
+/// (outcome, reason, the test that reaches it).
+type Pair = (&'static str, &'static str, fn() -> Ended);
+
+const PAIRS: &[Pair] = &[
     ("Succeeded", "", succeeded),
     ("NotStarted", "InvalidAnnotation", ns_invalid_annotation),
     ("NotStarted", "UnknownSite", ns_unknown_site),
@@ -812,4 +815,23 @@ fn the_request_annotation_is_removed_only_while_it_holds_the_evaluated_value() {
         world.now,
     );
     assert!(decision.annotations.iter().any(|c| matches!(c, bloodraven_operator::planned::AnnotationChange::Remove { value, .. } if value == "pdx:bad=1")));
+}
+
+#[test]
+fn requests_during_a_live_run_are_removed() {
+    let mut world = happy();
+    world.lagging.insert("pdx".to_owned());
+    world.tick(SignedDuration::from_secs(1));
+    world.run_until_phase(Phase::WaitingForLag);
+    // A leftover copy of the run's own request: removed silently.
+    world.request("pdx");
+    let decision = world.pass();
+    assert!(decision.event_reasons().is_empty(), "{:?}", decision.event_reasons());
+    assert!(!world.annotations.contains_key(PLANNED_FAILOVER));
+    // Another request: removed with a Rejected Event; the run goes on.
+    world.request("iad");
+    let decision = world.pass();
+    assert_eq!(decision.event_reasons(), ["PlannedFailoverRejected"]);
+    assert!(!world.annotations.contains_key(PLANNED_FAILOVER));
+    assert_eq!(world.phase(), Some(Phase::WaitingForLag));
 }

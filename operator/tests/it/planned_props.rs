@@ -134,7 +134,6 @@ proptest! {
         let writable = world.writable_sites();
         prop_assert!(writable.len() <= 1, "two writable sites after the run ended {:?}: {writable:?}; faults {faults:?}", world.ended());
         let (outcome, _) = world.ended();
-        eprintln!("DIST {:?} {}", world.ended(), world.now.duration_since(start).as_secs());
         if outcome == PlannedFailoverOutcome::Succeeded {
             prop_assert_eq!(writable, vec!["pdx".to_owned()]);
         }

@@ -22,7 +22,7 @@ use tokio::process::{Child, Command};
 pub(crate) const READY: Duration = Duration::from_secs(120);
 
 /// Lease and check interval of the drills (scaled down from 20 s / 5 s).
-pub(crate) const LEASE: &str = "2s";
+pub(crate) const LEASE: &str = "3s";
 pub(crate) const INTERVAL: &str = "300ms";
 
 pub(crate) async fn mysqld(name: &str, server_id: u32, extra: &[(&str, &str)]) -> Instance {

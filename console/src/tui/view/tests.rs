@@ -229,3 +229,104 @@ fn a_refused_request_is_shown_in_the_status_line() {
         "{screen}"
     );
 }
+
+/// The long-text rule: a command is never wrapped or cut. Its row starts with `$ ` and is the
+/// only row of the command; every view is a piece of it, and scrolling right with `>`
+/// reaches its end.
+#[test]
+fn no_rendered_line_cuts_a_command() {
+    for (scenario, tab) in
+        [("hold-standing", 2), ("reclone-held", 3), ("planned-failover-waiting", 1)]
+    {
+        let state = pressed(scenario, &[Intent::Open, Intent::Tab(tab)]);
+        let group = state.data.groups.values().next().unwrap();
+        let command = state.verdict(group).headline().unwrap().command.clone().unwrap();
+        for (width, height) in [(80, 24), (120, 36), (200, 50)] {
+            let mut state = state.clone();
+            let mut last = String::new();
+            for _ in 0..20 {
+                let frame = draw(&state, width, height);
+                let rows: Vec<&str> =
+                    frame.lines().filter(|row| row.contains("$ ") || row.contains("│…")).collect();
+                let row = rows
+                    .iter()
+                    .find(|row| row.contains("$ ") || row.trim_start_matches('"').starts_with("│…"))
+                    .unwrap_or_else(|| {
+                        panic!("{scenario} {width}x{height}: no command row in\n{frame}")
+                    });
+                let inner =
+                    row.trim_matches('"').trim_start_matches('│').trim_end_matches('│').trim_end();
+                let text = inner.trim_start_matches('…').trim_end_matches('…');
+                assert!(
+                    format!("$ {command}").contains(text),
+                    "{scenario} {width}x{height}: {inner:?} is not a piece of the command"
+                );
+                // The row after the command is the box's border: nothing wrapped onto it.
+                let next = frame.lines().skip_while(|line| line != row).nth(1).unwrap();
+                assert!(
+                    next.contains('└'),
+                    "{scenario} {width}x{height}: the command wrapped: {next}"
+                );
+                last = text.to_owned();
+                if !inner.ends_with('…') {
+                    break;
+                }
+                update(&mut state, Action::Input(Intent::ScrollRight));
+            }
+            assert!(
+                command.ends_with(&last) || format!("$ {command}") == last,
+                "{scenario} {width}x{height}: never showed the end of {command}"
+            );
+        }
+    }
+}
+
+#[test]
+fn problems_only_and_the_filter_over_every_column() {
+    let visible = |state: &State| -> Vec<String> {
+        state.visible_groups().iter().map(|group| group.metadata.name.clone().unwrap()).collect()
+    };
+    let state = pressed("healthy", &[Intent::ToggleProblems]);
+    assert_eq!(visible(&state), ["carts"]);
+    let state = pressed("healthy", &[Intent::ToggleProblems, Intent::ToggleProblems]);
+    assert_eq!(visible(&state).len(), 3);
+    let filter = |scenario: &str, text: &str| {
+        let mut intents = vec![Intent::StartFilter];
+        intents.extend(text.chars().map(Intent::Type));
+        intents.push(Intent::Submit);
+        visible(&pressed(scenario, &intents))
+    };
+    assert_eq!(filter("hold-standing", "held"), ["orders"]);
+    assert_eq!(filter("hold-standing", "False"), ["orders"]);
+    assert_eq!(filter("healthy", "critical"), ["carts"]);
+    assert_eq!(filter("healthy", "Verified").len(), 3);
+    assert_eq!(filter("archive-gap", "NotReady"), ["orders"]);
+    // An invalid regex hides nothing and says why; esc clears an applied filter.
+    assert_eq!(filter("healthy", "(").len(), 3);
+    let mut intents = vec![Intent::StartFilter, Intent::Type('z'), Intent::Submit];
+    let state = pressed("healthy", &intents);
+    assert!(
+        draw(&state, 80, 24)
+            .contains("No group matches in all namespaces; the filter /z/ (esc clears it)")
+    );
+    intents.push(Intent::ClearFilter);
+    assert_eq!(visible(&pressed("healthy", &intents)).len(), 3);
+}
+
+#[test]
+fn view_from_the_fleet_opens_the_selected_group_and_h_l_move_panels() {
+    let mut intents = vec![Intent::Down, Intent::StartCommand];
+    intents.extend("view hold".chars().map(Intent::Type));
+    intents.push(Intent::Submit);
+    let state = pressed("healthy", &intents);
+    let selected = state.visible_groups()[1].metadata.name.clone().unwrap();
+    assert!(draw(&state, 120, 36).contains(&format!("orders/{selected} · Hold")));
+    let key = |code| crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE);
+    use super::super::keymap::intent;
+    use super::super::state::Mode;
+    use crossterm::event::KeyCode;
+    assert_eq!(intent(Mode::Detail, key(KeyCode::Char('h'))), Some(Intent::PreviousTab));
+    assert_eq!(intent(Mode::Detail, key(KeyCode::Char('l'))), Some(Intent::NextTab));
+    assert_eq!(intent(Mode::Fleet, key(KeyCode::PageDown)), Some(Intent::PageDown));
+    assert_eq!(intent(Mode::Fleet, key(KeyCode::End)), Some(Intent::Bottom));
+}

@@ -40,9 +40,14 @@ pub(crate) fn resolve_object(
 ) -> Result<(String, String, String), StepError> {
     let kind = object.kind.clone().unwrap_or_else(|| "MysqlFailoverGroup".into());
     let (group, version) = api_version(&kind)?;
-    let api_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
+    let api_version =
+        if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
     let name = object.name.clone().unwrap_or_else(|| {
-        if kind == "Lease" { crate::live::LEASE_NAME.to_owned() } else { live.group_name().to_owned() }
+        if kind == "Lease" {
+            crate::live::LEASE_NAME.to_owned()
+        } else {
+            live.group_name().to_owned()
+        }
     });
     Ok((kind, api_version, name))
 }
@@ -135,9 +140,7 @@ pub(super) async fn play(
              restarts it) with a refused operator link to keep it away"
                 .into(),
         )),
-        Step::Promote(_) => {
-            Err(StepError::Failed("a hand promotion races the operator".into()))
-        }
+        Step::Promote(_) => Err(StepError::Failed("a hand promotion races the operator".into())),
         Step::Fence(s) => {
             world.execute(&s.site, &["SET GLOBAL super_read_only = ON"]).await?;
             Ok(format!("{} fenced by hand (super_read_only=ON)", s.site))

@@ -108,7 +108,11 @@ impl World {
 
     /// The address `follower` dials to replicate from `source`: the replication link in the
     /// star, `source`'s internal Service link in the live lab (where the operator points it).
-    pub(crate) fn source_addr(&self, follower: &str, source: &str) -> Result<SocketAddr, StepError> {
+    pub(crate) fn source_addr(
+        &self,
+        follower: &str,
+        source: &str,
+    ) -> Result<SocketAddr, StepError> {
         if let Some(live) = &self.live {
             return Ok(live.drill_link(&format!("repl:{follower}->{source}"))?.addr());
         }
@@ -122,7 +126,8 @@ impl World {
         source: &str,
     ) -> Result<String, StepError> {
         let addr = self.source_addr(follower, source)?;
-        let change = bloodraven_sites::mysqld::query::change_source_sql(addr, &accounts::REPLICATION);
+        let change =
+            bloodraven_sites::mysqld::query::change_source_sql(addr, &accounts::REPLICATION);
         self.execute(follower, &["STOP REPLICA", &change, "START REPLICA"]).await?;
         Ok(format!("{follower} replicates from {source} ({addr}) by hand"))
     }

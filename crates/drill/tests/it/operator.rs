@@ -78,10 +78,11 @@ async fn play(file: &str) {
     let drill = load(&path).unwrap_or_else(|e| panic!("{e}"));
     let options = RunOptions { operator_bin: None, launcher: Some(Arc::new(InProcess)) };
     // The drill's own timeout bounds it; this outer bound catches a hung teardown.
-    let report = tokio::time::timeout(drill.timeout + Duration::from_secs(90), run(&drill, &options))
-        .await
-        .unwrap_or_else(|_| panic!("{file}: no report within its timeout + 90 s"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let report =
+        tokio::time::timeout(drill.timeout + Duration::from_secs(90), run(&drill, &options))
+            .await
+            .unwrap_or_else(|_| panic!("{file}: no report within its timeout + 90 s"))
+            .unwrap_or_else(|e| panic!("{e}"));
     println!("{}", report.human());
     assert!(report.passed, "{}", report.human());
     assert_eq!(report.steps.len(), drill.drill.steps.len(), "{}", report.human());

@@ -233,7 +233,10 @@ fn operator_replicas_are_started_before_they_are_killed_and_never_twice() {
     let path = dir.path().join("t.yaml");
     let head = "name: t\nrequires: [operator]\nsteps:\n  - startGroup: {manifest: manifests/three-sites.yaml}\n";
     let cases: &[(&str, &[&str])] = &[
-        ("  - killOperator: {name: b}\n", &["t.yaml:5:", "steps[1].killOperator.name", "\"b\" does not run"]),
+        (
+            "  - killOperator: {name: b}\n",
+            &["t.yaml:5:", "steps[1].killOperator.name", "\"b\" does not run"],
+        ),
         ("  - startOperator: {}\n", &["steps[1].startOperator.name", "\"operator\" already runs"]),
         (
             "  - killOperator: {}\n  - killOperator: {}\n",
