@@ -76,6 +76,17 @@ fn frames(c: &mut Criterion) {
         b.iter(|| terminal.draw(|frame| render(&fleet, frame)).map(|_| ()))
     });
 
+    // The verdicts of 1,000 groups (goal <= 5 ms), as the fleet title computes them.
+    let fleet_groups = groups(scenarios::fleet(scenarios::FLEET_SIZE));
+    c.bench_function("verdict/fleet-1000", |b| {
+        b.iter(|| {
+            fleet_groups
+                .iter()
+                .map(|group| bloodraven_console::verdict::of(group, &[], &[], now()).findings.len())
+                .sum::<usize>()
+        })
+    });
+
     let mut detail = state_with(vec![sixteen_sites()]);
     update(&mut detail, Action::Input(Intent::Open));
     let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));

@@ -5,6 +5,7 @@
 //! observe MySQL (`observe`), act on it (`apply`) and publish to the API server (`manager`,
 //! `controller`, `status`).
 
+pub mod address_file;
 pub mod apply;
 pub mod controller;
 mod credentials;

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use bloodraven_operator::address_file::AddressFile;
 use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::http::{HttpState, serve};
 use bloodraven_operator::lease::{self, LeaseConfig};
 use bloodraven_operator::manager::Tuning;
-use bloodraven_workloads::ClusterDns;
+use bloodraven_workloads::{ClusterDns, Resolver};
 use clap::Parser;
 
 /// Bloodraven operator.
@@ -51,6 +52,11 @@ struct Cli {
     /// This replica's name in Events (the pod name in a cluster).
     #[arg(long, env = "POD_NAME", default_value = "bloodraven-operator")]
     instance: String,
+    /// The live lab only: dial Services at the addresses in this JSON file
+    /// (`{"<ns>/<svc>:<port>": "127.0.0.1:<port>"}`, re-read when it changes) instead of
+    /// the cluster DNS. The lab writes it from its kubelet's resolver.
+    #[arg(long, env = "BLOODRAVEN_SERVICE_ADDRESS_FILE", value_name = "PATH")]
+    service_address_file: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -74,8 +80,11 @@ async fn main() -> anyhow::Result<()> {
         recovery_threshold: cli.recovery_threshold.max(1),
         ..Tuning::default()
     };
-    let context =
-        Arc::new(Context::new(client.clone(), Arc::new(ClusterDns), tuning, &cli.instance));
+    let resolver: Arc<dyn Resolver> = match &cli.service_address_file {
+        Some(path) => Arc::new(AddressFile::open(path)?),
+        None => Arc::new(ClusterDns),
+    };
+    let context = Arc::new(Context::new(client.clone(), resolver, tuning, &cli.instance));
     tracing::info!(namespace = ?cli.namespace, ?tuning, "bloodraven-operator starting");
     let http = HttpState {
         published: context.shared.published.clone(),

@@ -473,7 +473,7 @@ pub async fn poll_once(
                             if emergency { "failover" } else { "promote" },
                         );
                         let reason = if emergency { "FailoverExecuted" } else { "PrimaryPromoted" };
-                        let note = format!("site {site} promoted: {by:?}");
+                        let note = format!("site {site} promoted: {by}");
                         event(shared, &group, emergency, reason, note).await;
                         promoted = Some((site.clone(), gtid, emergency));
                     }

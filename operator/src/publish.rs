@@ -2,7 +2,6 @@
 //! and `healthy` labels, and the snapshot `/active-site` serves.
 
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_crd::group::SiteState;
 use bloodraven_workloads::{labels, primary_service};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -13,6 +12,7 @@ use kube::{Resource, ResourceExt};
 use crate::manager::{ActiveSnapshot, GroupKey, PollError, Shared, kube_error};
 use crate::metrics::GroupLabels;
 use crate::status::{FIELD_MANAGER, render_refused};
+use crate::topology::{LagThresholds, endpoint_healthy};
 use crate::validate;
 
 /// Publishes an Event on the group; best effort (a failure is logged at debug).
@@ -85,6 +85,24 @@ pub(crate) fn publish_snapshot(
     );
 }
 
+/// A site pod's `role` label and whether it gets `healthy=true`: `role=primary` only on the
+/// active site when it is writable (or was promoted this poll); `healthy` by endpoint gating
+/// (`topology::endpoint_healthy`: the writable active site, followers replicating within their
+/// lag threshold, readers on the stricter `readOnlyMaxLagSeconds`).
+fn pod_role(
+    site: &str,
+    fact: Option<&bloodraven_facts::SiteFacts>,
+    active: Option<&str>,
+    promoted: Option<&str>,
+    thresholds: LagThresholds,
+) -> (&'static str, bool) {
+    let writable = fact.is_some_and(|fact| fact.is_writable()) || promoted == Some(site);
+    let primary = active == Some(site) && writable;
+    let role = if primary { labels::ROLE_PRIMARY } else { labels::ROLE_REPLICA };
+    let healthy = primary || fact.is_some_and(|fact| endpoint_healthy(fact, active, thresholds));
+    (role, healthy)
+}
+
 pub(crate) async fn publish_primary(
     shared: &Shared,
     group: &MysqlFailoverGroup,
@@ -100,26 +118,19 @@ pub(crate) async fn publish_primary(
         .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&service))
         .await
         .map_err(kube_error(format!("applying Service {name}")))?;
-    // Pod labels: role=primary only on the active, writable site; healthy on answering sites.
+    // Pod labels: role=primary only on the active, writable site; healthy per endpoint gating.
     let pods: Api<Pod> = Api::namespaced(shared.client.clone(), &key.namespace);
     let selector = labels::group_label_selector(&key.name);
     let list = pods
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(kube_error("listing the group's pods"))?;
+    let thresholds = LagThresholds::from_spec(group.spec.replication.as_ref());
     for pod in list.items {
         let pod_labels = pod.labels();
         let Some(site) = pod_labels.get(labels::SITE) else { continue };
         let fact = facts.iter().find(|fact| &fact.name == site);
-        let writable =
-            fact.is_some_and(|fact| fact.is_writable()) || promoted == Some(site.as_str());
-        let role = if active == Some(site.as_str()) && writable {
-            labels::ROLE_PRIMARY
-        } else {
-            labels::ROLE_REPLICA
-        };
-        let healthy = fact
-            .is_some_and(|fact| matches!(fact.state, SiteState::Writable | SiteState::ReadOnly));
+        let (role, healthy) = pod_role(site, fact, active, promoted, thresholds);
         let want_healthy = healthy.then_some(labels::HEALTHY_TRUE);
         if pod_labels.get(labels::ROLE).map(String::as_str) == Some(role)
             && pod_labels.get(labels::HEALTHY).map(String::as_str) == want_healthy
@@ -135,4 +146,52 @@ pub(crate) async fn publish_primary(
             .map_err(kube_error(format!("labelling pod {pod_name}")))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bloodraven_crd::group::{SiteRole, SiteState};
+    use bloodraven_facts::{ReplicaObservation, SiteFacts};
+
+    use super::*;
+
+    fn fact(name: &str, role: SiteRole, state: SiteState, lag: Option<i64>) -> SiteFacts {
+        SiteFacts {
+            name: name.to_owned(),
+            role,
+            state,
+            unreachable: None,
+            offline_mode: false,
+            gtid_executed: None,
+            replica: lag.map(|lag| ReplicaObservation {
+                io_running: true,
+                sql_running: true,
+                seconds_behind_source: Some(lag),
+                ..ReplicaObservation::default()
+            }),
+            observed_at: None,
+        }
+    }
+
+    #[test]
+    fn labels_follow_the_primary_and_endpoint_gating() {
+        let gates = LagThresholds { follower: 300, reader: 30 };
+        let role = |fact: &SiteFacts, promoted: Option<&str>| {
+            pod_role(&fact.name, Some(fact), Some("iad"), promoted, gates)
+        };
+        let iad = fact("iad", SiteRole::PrimaryCandidate, SiteState::Writable, None);
+        assert_eq!(role(&iad, None), (labels::ROLE_PRIMARY, true));
+        let promoted = fact("iad", SiteRole::PrimaryCandidate, SiteState::ReadOnly, None);
+        assert_eq!(role(&promoted, None), (labels::ROLE_REPLICA, false));
+        assert_eq!(role(&promoted, Some("iad")), (labels::ROLE_PRIMARY, true));
+        let pdx = fact("pdx", SiteRole::PrimaryCandidate, SiteState::ReadOnly, Some(100));
+        assert_eq!(role(&pdx, None), (labels::ROLE_REPLICA, true));
+        // A reader lagging beyond readOnlyMaxLagSeconds is not healthy; a follower at the same
+        // lag is; a follower that answers but does not replicate is not.
+        let reader = fact("rdr", SiteRole::ReadOnly, SiteState::ReadOnly, Some(100));
+        assert_eq!(role(&reader, None), (labels::ROLE_REPLICA, false));
+        let stopped = fact("fra", SiteRole::DisasterRecovery, SiteState::ReadOnly, None);
+        assert_eq!(role(&stopped, None), (labels::ROLE_REPLICA, false));
+        assert_eq!(pod_role("ord", None, Some("iad"), None, gates), (labels::ROLE_REPLICA, false));
+    }
 }

@@ -4,7 +4,9 @@
 //! field manager [`FIELD_MANAGER`].
 
 use bloodraven_crd::group::SourceConvergenceState;
-use bloodraven_crd::group::{LastFailover, SiteState, SiteStatus, SourceConvergenceReason};
+use bloodraven_crd::group::{
+    LastFailover, SiteRole, SiteState, SiteStatus, SourceConvergenceReason,
+};
 use bloodraven_crd::{Condition, ConditionReason, ConditionStatus, ConditionType};
 use bloodraven_facts::SiteFacts;
 use bloodraven_gtid::GtidSet;
@@ -127,6 +129,29 @@ fn alert_text(alert: &Alert) -> String {
     }
 }
 
+/// "Fewer than two reachable PrimaryCandidates": the primary answers but no other
+/// PrimaryCandidate is a reachable read-only follower, so an emergency failover would find no
+/// target.
+fn no_standby(facts: &[SiteFacts], primary: &str) -> Option<String> {
+    let others: Vec<&SiteFacts> = facts
+        .iter()
+        .filter(|fact| fact.name != primary && fact.role == SiteRole::PrimaryCandidate)
+        .collect();
+    if others.iter().any(|fact| fact.state == SiteState::ReadOnly) {
+        return None;
+    }
+    let names: Vec<&str> = others.iter().map(|fact| fact.name.as_str()).collect();
+    Some(format!(
+        "no standby: {primary} is the only answering PrimaryCandidate, so an emergency failover \
+         would find no target: restore {}",
+        if names.is_empty() {
+            "a second PrimaryCandidate site".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 fn condition(
     type_: ConditionType,
     status: ConditionStatus,
@@ -203,6 +228,9 @@ pub fn conditions(outcome: &PollOutcome<'_>) -> Vec<Condition> {
             )
         })
         .collect();
+    if let Some(primary) = primary {
+        problems.extend(no_standby(outcome.facts, &primary.name));
+    }
     problems.extend(alerts);
     problems.extend(outcome.failures.iter().cloned());
     let degraded = if problems.is_empty() {
@@ -399,6 +427,26 @@ mod tests {
         assert_eq!(pdx["sourceConvergenceReason"], "GTIDDiverged");
         assert_eq!(pdx["divergentGtid"], "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3");
         assert_eq!(pdx["divergentTransactionCount"], 3);
+    }
+
+    #[test]
+    fn a_primary_without_a_standby_is_degraded() {
+        let mut dr = fact("fra", SiteState::ReadOnly, true);
+        dr.role = SiteRole::DisasterRecovery;
+        let facts = [
+            fact("iad", SiteState::Writable, false),
+            fact("pdx", SiteState::Unreachable, false),
+            dr,
+        ];
+        let conditions = conditions(&outcome(&facts, Some("iad"), &[], &[], &[]));
+        assert!(conditions[0].is_true(), "still Ready: iad writes");
+        assert_eq!(conditions[1].status, ConditionStatus::True);
+        let degraded = conditions[1].message.clone().unwrap();
+        assert!(
+            degraded.contains("no standby: iad is the only answering PrimaryCandidate"),
+            "{degraded}"
+        );
+        assert!(degraded.contains("restore pdx"), "{degraded}");
     }
 
     #[test]

@@ -46,13 +46,23 @@ async fn live_lab_operator_creates_a_ready_three_site_group_and_stops_leaving_no
     );
     let started = Instant::now();
     loop {
+        // The operator binary dials the sites (through the lab's service-address file): the
+        // group converges on a writable active site with Ready=True.
         let group = live.group_object().unwrap_or_default();
-        if group["status"]["sites"].as_array().is_some_and(|sites| sites.len() == 3) {
+        let status = &group["status"];
+        let ready = status["conditions"].as_array().is_some_and(|conditions| {
+            conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+        if status["sites"].as_array().is_some_and(|sites| sites.len() == 3)
+            && status["activeSite"].is_string()
+            && ready
+        {
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "waited 60 s for the operator's status of 3 sites; group: {group}"
+            started.elapsed() < Duration::from_secs(120),
+            "waited 120 s for the operator binary to converge the group (3 sites, an active \
+             site, Ready=True); group status: {status}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

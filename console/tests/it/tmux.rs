@@ -87,3 +87,35 @@ fn lab_hold_standing_shows_the_run_and_the_ambiguous_sites() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// On-call triage end to end: `fleet-1000` → problems only → a critical group → its
+/// next-action line with the command to run.
+#[test]
+fn fleet_1000_problems_only_to_the_next_action() {
+    let server =
+        Server { tmux: tmux_path(), socket: format!("bloodraven-e2e-triage-{}", std::process::id()) };
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let command = format!(
+        "TERM=xterm-256color {BINARY} --log-file {} lab --scenario fleet-1000",
+        log.path().display()
+    );
+    let started =
+        server.tmux(&["new-session", "-d", "-s", "console", "-x", "120", "-y", "36", &command]);
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    server.wait_for(&["(1000 of 1000)", "8 critical", "connected"]);
+
+    server.tmux(&["send-keys", "-t", "console", "p"]);
+    server.wait_for(&["(35 of 1000)", "problems only"]);
+    server.tmux(&["send-keys", "-t", "console", "/", "critical", "Enter"]);
+    server.wait_for(&["(8 of 1000)", "[!!] critical"]);
+    server.tmux(&["send-keys", "-t", "console", "Enter"]);
+    let screen = server.wait_for(&["[!!] NEXT", "automation held", "$ kubectl annotate mfg"]);
+    assert!(screen.contains("Overview"), "{screen}");
+
+    server.tmux(&["send-keys", "-t", "console", "q"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.tmux(&["has-session", "-t", "console"]).status.success() {
+        assert!(Instant::now() < deadline, "the console did not quit on q");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -401,7 +401,9 @@ impl ArchiveReader {
         for name in &listing.invalid_manifests {
             refusals.push(Refusal::new(
                 RefusalToken::ArchiveObjectInvalid,
-                format!("{name} is a manifest key whose site is not [a-z0-9-]+ (1 to 63 characters)"),
+                format!(
+                    "{name} is a manifest key whose site is not [a-z0-9-]+ (1 to 63 characters)"
+                ),
             ));
         }
         let mut manifests = BTreeMap::new();

@@ -116,10 +116,10 @@ pub trait OperatorLauncher: Send + Sync {
 
 /// Starts the `bloodraven-operator` binary.
 ///
-/// The binary dials Services through the cluster DNS (`ClusterDns`), which the live lab does not
-/// have: it creates the site workloads, takes the Lease and publishes status, but every site
-/// reads `Unreachable` until the binary can be given the lab's resolver (crate README,
-/// "Missing").
+/// The lab has no cluster DNS, so the binary is given `--service-address-file`: a JSON file
+/// this launcher keeps current from the lab kubelet's resolver (every 200 ms, replaced
+/// atomically), mapping each Service port to its fault-proxy link. The binary then dials the
+/// same links an in-process operator does, so drills cut and delay them alike.
 #[derive(Clone, Debug)]
 pub struct ProcessLauncher {
     /// The binary.
@@ -128,6 +128,30 @@ pub struct ProcessLauncher {
 
 struct ChildOperator {
     child: std::process::Child,
+    addresses: tokio::task::JoinHandle<()>,
+}
+
+/// How often the service-address file is refreshed for an operator process.
+const ADDRESS_REFRESH: Duration = Duration::from_millis(200);
+
+/// Writes the lab's Service addresses to `path` when they changed (write then rename, so the
+/// reader never sees half a file).
+fn write_addresses(
+    resolver: &LabResolver,
+    path: &std::path::Path,
+    last: &mut String,
+) -> std::io::Result<()> {
+    let map: BTreeMap<String, String> =
+        resolver.snapshot().into_iter().map(|(key, address)| (key, address.to_string())).collect();
+    let text = serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?;
+    if text == *last {
+        return Ok(());
+    }
+    let staging = path.with_extension("json.new");
+    std::fs::write(&staging, &text)?;
+    std::fs::rename(&staging, path)?;
+    *last = text;
+    Ok(())
 }
 
 impl RunningOperator for ChildOperator {
@@ -140,6 +164,7 @@ impl Drop for ChildOperator {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.addresses.abort();
     }
 }
 
@@ -153,7 +178,26 @@ impl OperatorLauncher for ProcessLauncher {
         let log = std::fs::File::create(&log_path)
             .map_err(io(format!("creating {}", log_path.display())))?;
         let err = log.try_clone().map_err(io(format!("opening {}", log_path.display())))?;
+        let addresses_path = env.log_dir.join(format!("services-{}.json", env.name));
+        let mut last = String::new();
+        write_addresses(&env.resolver, &addresses_path, &mut last)
+            .map_err(io(format!("writing {}", addresses_path.display())))?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            LiveError::Other("the operator launcher needs a tokio runtime (the live lab's)".into())
+        })?;
+        let resolver = env.resolver.clone();
+        let refresh_path = addresses_path.clone();
+        let addresses = runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(ADDRESS_REFRESH).await;
+                if let Err(error) = write_addresses(&resolver, &refresh_path, &mut last) {
+                    tracing::warn!(%error, path = %refresh_path.display(), "cannot refresh the service addresses");
+                }
+            }
+        });
         let child = std::process::Command::new(&self.bin)
+            .arg("--service-address-file")
+            .arg(&addresses_path)
             .env("KUBECONFIG", &env.kubeconfig)
             .env("RUST_LOG", "info")
             .args(["--namespace", &env.namespace])
@@ -164,8 +208,15 @@ impl OperatorLauncher for ProcessLauncher {
             .stdout(log)
             .stderr(err)
             .spawn()
-            .map_err(io(format!("starting the operator binary {}", self.bin.display())))?;
-        Ok(Box::new(ChildOperator { child }))
+            .map_err(io(format!("starting the operator binary {}", self.bin.display())));
+        let child = match child {
+            Ok(child) => child,
+            Err(error) => {
+                addresses.abort();
+                return Err(error);
+            }
+        };
+        Ok(Box::new(ChildOperator { child, addresses }))
     }
 
     fn describe(&self) -> String {

@@ -18,6 +18,17 @@ pub enum SelectedBy {
     DeclaredOrder,
 }
 
+impl std::fmt::Display for SelectedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::OnlyCandidate => "the only eligible candidate",
+            Self::Freshness => "the freshest candidate (its executed GTID set contains every other's)",
+            Self::Priority => "equally fresh; first of sitePriorities",
+            Self::DeclaredOrder => "equally fresh, none in sitePriorities; declared first",
+        })
+    }
+}
+
 /// Why an otherwise promotable site is not eligible right now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ineligible {

@@ -107,6 +107,32 @@ impl LabResolver {
         })
     }
 
+    /// Every Service port the lab can route now, keyed by
+    /// [`bloodraven_workloads::address_key`], each resolved through its proxy link (so faults
+    /// on the link apply): what an operator run as a separate process reads from its
+    /// `--service-address-file`. Ports without a ready endpoint are left out.
+    pub fn snapshot(&self) -> BTreeMap<String, SocketAddr> {
+        let mut out = BTreeMap::new();
+        for service in self.services.state() {
+            let (Some(namespace), Some(name)) =
+                (service.metadata.namespace.as_deref(), service.metadata.name.as_deref())
+            else {
+                continue;
+            };
+            let ports = service.spec.as_ref().and_then(|spec| spec.ports.as_ref());
+            for entry in ports.into_iter().flatten() {
+                let Ok(port) = u16::try_from(entry.port) else { continue };
+                if let Some(address) = self.resolve(namespace, name, port) {
+                    out.insert(
+                        bloodraven_workloads::address_key(namespace, name, port),
+                        SocketAddr::from((Ipv4Addr::LOCALHOST, address.port)),
+                    );
+                }
+            }
+        }
+        out
+    }
+
     /// Points every link this resolver made at its Service's current endpoint (links whose
     /// Service has none keep their last upstream: connections there fail as the process is
     /// gone).

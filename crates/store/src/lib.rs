@@ -5,6 +5,8 @@
 //! root without following symbolic links) and [`S3Store`] (`aws-sdk-s3`, path style, custom
 //! endpoint, atomic create by `If-None-Match: *`). [`Store`] picks one at run time.
 //! [`probe_atomic_create`] is the spec's store-capability probe, written once over the trait.
+//! [`check_pvc_store`] is the PVC volume check (mount point in an injectable mountinfo, and
+//! write access under the archive prefix) a writer runs at store construction.
 //!
 //! [`archive`] drives `bloodraven-archive`'s sans-IO reader over a store (`open_archive`),
 //! maps the probe's verdict to the archive's refusal, and writes fixture archives.

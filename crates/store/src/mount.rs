@@ -72,7 +72,10 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
             let (left, right) = line.split_once(" - ")?;
             let mount_point = left.split(' ').nth(4)?;
             let fstype = right.split(' ').next()?;
-            Some(MountEntry { mount_point: unescape(mount_point).into(), fstype: fstype.to_owned() })
+            Some(MountEntry {
+                mount_point: unescape(mount_point).into(),
+                fstype: fstype.to_owned(),
+            })
         })
         .collect()
 }
@@ -141,10 +144,13 @@ pub fn check_pvc_store(
 ) -> Result<(), MountCheckError> {
     let mountinfo = source.read()?;
     check_mount_point(mount_path, &mountinfo)?;
-    let not_writable =
-        |e: std::io::Error| MountCheckError::NotWritable { path: mount_path.to_owned(), cause: e.to_string() };
+    let not_writable = |e: std::io::Error| MountCheckError::NotWritable {
+        path: mount_path.to_owned(),
+        cause: e.to_string(),
+    };
     std::fs::create_dir_all(archive_dir).map_err(not_writable)?;
-    let probe = archive_dir.join(format!(".bloodraven-write-probe-{}", random_hex16().map_err(not_writable)?));
+    let probe = archive_dir
+        .join(format!(".bloodraven-write-probe-{}", random_hex16().map_err(not_writable)?));
     std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(not_writable)?;
     std::fs::remove_file(&probe).map_err(not_writable)?;
     Ok(())

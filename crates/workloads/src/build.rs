@@ -294,7 +294,7 @@ fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec)
                     "PEER_ADDRESSES",
                     peer_addresses(&owner.name, &owner.namespace, &group.spec.sites, &site.name),
                 ),
-                env("BLOODRAVEN_ADDRESS", names::operator_address(&owner.namespace)),
+                env("BLOODRAVEN_ADDRESS", names::operator_address(names::OPERATOR_NAMESPACE)),
                 env("LEASE_TIMEOUT", lease_timeout),
                 env("PEER_CHECK_INTERVAL", peer_check),
                 env("ACTIVE_SITE_FRESHNESS", active_site_freshness(group)),

@@ -21,4 +21,4 @@ pub use build::{
 pub use error::WorkloadError;
 pub use labels::{containers, ports};
 pub use names::{MY_CNF_KEY, SiteNames, primary_service_name, replicas_service_name};
-pub use resolve::{ClusterDns, Resolver, ServiceAddress};
+pub use resolve::{ClusterDns, Resolver, ServiceAddress, address_key};

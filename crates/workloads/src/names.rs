@@ -82,7 +82,12 @@ pub fn service_dns_name(service: &str, namespace: &str) -> String {
     format!("{service}.{namespace}.svc.cluster.local")
 }
 
-/// The operator's default address for sidecars (`spec.sidecar` has no override today).
+/// The namespace the operator runs in (`deploy/operator/`): its `bloodraven` Service, which
+/// sidecars dial, lives there, not in the group's namespace.
+pub const OPERATOR_NAMESPACE: &str = "bloodraven-system";
+
+/// The operator's address for sidecars: the `bloodraven` Service in `namespace` (the
+/// operator's, [`OPERATOR_NAMESPACE`]; `spec.sidecar` has no override today).
 pub fn operator_address(namespace: &str) -> String {
     format!("{}:{}", service_dns_name("bloodraven", namespace), crate::ports::OPERATOR_HTTP)
 }

@@ -42,6 +42,13 @@ impl Resolver for ClusterDns {
     }
 }
 
+/// The key of one Service port in a service-address file (`"<namespace>/<service>:<port>"`):
+/// the lab writes such a file from its resolver, and an operator run as a separate process in
+/// the lab reads it (`bloodraven-operator --service-address-file`). Production has no file.
+pub fn address_key(namespace: &str, service: &str, port: u16) -> String {
+    format!("{namespace}/{service}:{port}")
+}
+
 /// Reads a Service host name as written in `PEER_ADDRESSES` and similar settings:
 /// `<service>.<namespace>.svc.cluster.local`, `<service>.<namespace>.svc`,
 /// `<service>.<namespace>`, or a bare `<service>` (in `default_namespace`).

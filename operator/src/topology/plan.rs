@@ -229,6 +229,18 @@ pub enum PromoteWhy {
     Reassert,
 }
 
+impl std::fmt::Display for PromoteWhy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Emergency { failed, by } => write!(f, "emergency failover from {failed}: {by}"),
+            Self::FirstPrimary { by } => write!(f, "first primary of the group: {by}"),
+            Self::Reassert => f.write_str(
+                "the recorded active site answered read-only and holds every transaction; made writable again",
+            ),
+        }
+    }
+}
+
 /// Plans one poll. See the module documentation for the rules; in short:
 ///
 /// 1. Writable readers and DisasterRecovery sites are fenced, always.

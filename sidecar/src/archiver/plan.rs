@@ -17,8 +17,9 @@ use super::episode::{PendingRecord, UploadGate};
 pub struct LocalFile {
     /// The file name.
     pub name: String,
-    /// Its content id.
-    pub id: ContentId,
+    /// Its content id; `None` when the manifest knows no row or record of this name (the file
+    /// is new, so it is not hashed before its upload reads it).
+    pub id: Option<ContentId>,
 }
 
 /// The history-integrity verdict of this scan.
@@ -76,12 +77,19 @@ pub struct Plan {
 /// True when the file (name, id) is already live or retired in the manifest. Legacy retirement
 /// records match by their `contentId`; names alone never suppress a file.
 pub fn is_archived(manifest: &Manifest, file: &LocalFile) -> bool {
-    manifest.files.iter().any(|row| row.name == file.name && row.id == Some(file.id))
+    let Some(id) = file.id else { return false };
+    manifest.files.iter().any(|row| row.name == file.name && row.id == Some(id))
         || manifest.pruned.iter().any(|record| {
             record.name == file.name
-                && (record.id == Some(file.id)
-                    || (record.id.is_none() && record.content_id == Some(file.id)))
+                && (record.id == Some(id) || (record.id.is_none() && record.content_id == Some(id)))
         })
+}
+
+/// True when the manifest names `name` in a live row or a retirement record (then the local
+/// file's content id is needed to tell a reused name from an archived file).
+pub fn name_is_known(manifest: &Manifest, name: &str) -> bool {
+    manifest.files.iter().any(|row| row.name == name)
+        || manifest.pruned.iter().any(|record| record.name == name)
 }
 
 /// The pure core.
@@ -149,13 +157,13 @@ mod tests {
     }
 
     fn file(name: &str, body: &str) -> LocalFile {
-        LocalFile { name: name.into(), id: ContentIdKey::Plain.content_id(body.as_bytes()) }
+        LocalFile { name: name.into(), id: Some(ContentIdKey::Plain.content_id(body.as_bytes())) }
     }
 
     fn row(file: &LocalFile) -> FileRow {
         FileRow {
             name: file.name.clone(),
-            id: Some(file.id),
+            id: file.id,
             key: String::new(),
             size: 0,
             previous_gtids: Default::default(),
@@ -205,7 +213,7 @@ mod tests {
         manifest.files.push(row(&files[1]));
         manifest.pruned.push(RetirementRecord {
             name: files[0].name.clone(),
-            id: Some(files[0].id),
+            id: files[0].id,
             key: String::new(),
             previous_gtids: Default::default(),
             first_event_time: None,

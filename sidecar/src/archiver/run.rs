@@ -26,7 +26,7 @@ use super::episode::{Observation, PendingRecord, Probe, RoleTracker, UploadGate}
 use super::integrity::{self, IntegritySettings};
 use super::local::{IdentityCache, LocalBinlogs, LocalError, row_for};
 use super::mysql::{QueryError, Server};
-use super::plan::{Action, Integrity, LocalFile, PlanInput, plan};
+use super::plan::{Action, Integrity, LocalFile, PlanInput, name_is_known, plan};
 use super::retention::{CutoffReply, CutoffSource, eligible};
 use super::session::{self, Established, SessionError, WriterIdentity};
 use super::status::{ArchiveIdentityStatus, ArchiveState, ArchiverStatus};
@@ -370,7 +370,12 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
         let names = self.local.sealed()?;
         let mut files = Vec::with_capacity(names.len());
         for name in names {
-            let id = self.local.identity(&name, &self.content_key, &mut self.cache)?;
+            let known = self.manifest.as_ref().is_some_and(|m| name_is_known(m, &name));
+            let id = if known {
+                Some(self.local.identity(&name, &self.content_key, &mut self.cache)?)
+            } else {
+                None
+            };
             files.push(LocalFile { name, id });
         }
         Ok(files)

@@ -10,7 +10,8 @@ use crate::lab_free::normal_graph;
 use crate::{IO_STACK, metadata};
 
 /// Pure crates that depend on `bloodraven-crd`: values in, values out, no IO, no clock.
-const PURE_ON_CRD: &[&str] = &["bloodraven-facts", "bloodraven-workloads", "bloodraven-pitr"];
+const PURE_ON_CRD: &[&str] =
+    &["bloodraven-facts", "bloodraven-workloads", "bloodraven-pitr", "bloodraven-runbook"];
 
 #[test]
 fn pure_crates_on_the_api_types_pull_no_io_stack() {

@@ -129,9 +129,13 @@ pub(super) fn converged(live: &LiveLab, check: &ConvergedCheck) -> Seen {
         })
         .collect();
     let ready = status.condition(&ConditionType::Ready);
+    let last = status.last_failover.as_ref().map(|last| {
+        format!("{:?} at {:?}", last.target, last.time.as_ref().map(|t| t.0.to_string()))
+    });
     let seen = format!(
-        "activeSite={:?} Ready={} sites [{}]",
+        "activeSite={:?} lastFailover={} Ready={} sites [{}]",
         status.active_site,
+        last.unwrap_or_else(|| "none".into()),
         ready.map_or_else(
             || "-".to_owned(),
             |c| format!("{}({})", c.is_true(), c.reason.as_ref().map_or("", |r| r.as_str()))

@@ -72,6 +72,7 @@ impl OperatorLauncher for InProcess {
     }
 }
 
+#[expect(clippy::print_stdout, reason = "the timeline report is the test's record (--no-capture)")]
 async fn play(file: &str) {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("drills").join(file);
