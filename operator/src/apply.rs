@@ -14,7 +14,7 @@ use crate::sql;
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The site could not be reached or answered with an error.
-    #[error("site {site}: {action} failed ({why:?}); the next poll observes and retries")]
+    #[error("site {site}: {action} failed ({why}); the next poll observes and retries")]
     Site {
         /// The site.
         site: String,
@@ -201,4 +201,20 @@ pub async fn repoint(
         .await
         .map_err(site_error(follower, "repoint"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_step_names_the_cause_in_words() {
+        let error =
+            ApplyError::Site { site: "pdx".to_owned(), action: "fence", why: Unreachable::Timeout };
+        assert_eq!(
+            error.to_string(),
+            "site pdx: fence failed (no answer within the poll's bound); the next poll observes \
+             and retries"
+        );
+    }
 }

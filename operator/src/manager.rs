@@ -19,10 +19,10 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use mysql_async::Pool;
 
 use crate::credentials::credentials;
-use crate::metrics::{GroupLabels, KindLabels, Metrics, SiteLabels};
+use crate::metrics::{GroupLabels, KindLabels, Metrics, SiteLabels, TargetSiteLabels};
 use crate::observe::{self, Bounds, Pools};
 use crate::publish::{publish_primary, publish_snapshot};
-use crate::status::{FIELD_MANAGER, PollOutcome, render, time};
+use crate::status::{FIELD_MANAGER, PollOutcome, alert_text, render, time};
 use crate::topology::{Alert, Deferral, FenceWhy, History, PlanInput, PromoteWhy, Step, plan};
 use crate::{apply, sql};
 use bloodraven_crashpoint::Step as CrashStep;
@@ -400,7 +400,7 @@ pub async fn poll_once(
                             FenceWhy::SplitBrainLoser { .. } => "SplitBrainDetected",
                             FenceWhy::NonCandidateWriter { .. } => "SiteFenced",
                         };
-                        let note = format!("site {site} fenced: {why:?}");
+                        let note = fence_note(site, why);
                         event(shared, &group, true, reason, note).await;
                     }
                     Err(error) => {
@@ -467,6 +467,15 @@ pub async fn poll_once(
                         let emergency = matches!(by, PromoteWhy::Emergency { .. });
                         if emergency {
                             crash(CrashStep::OperatorFailoverAfterPromote);
+                            shared
+                                .metrics
+                                .failovers
+                                .get_or_create(&TargetSiteLabels {
+                                    namespace: key.namespace.clone(),
+                                    group: key.name.clone(),
+                                    target_site: site.clone(),
+                                })
+                                .inc();
                         }
                         count(
                             &shared.metrics.actions,
@@ -553,7 +562,7 @@ pub async fn poll_once(
                     Ok(()) => {
                         crash(CrashStep::OperatorRepointAfter);
                         count(&shared.metrics.actions, "repoint");
-                        let note = format!("site {site} repointed at {source}: {reason:?}");
+                        let note = repoint_note(site, source, reason);
                         event(shared, &group, false, "FollowerRepointed", note).await;
                     }
                     Err(error) => {
@@ -566,7 +575,7 @@ pub async fn poll_once(
                 count(&shared.metrics.actions, "block");
                 blocked.push((site.clone(), divergent.clone()));
             }
-            Step::Alert(alert) => alerts.push((alert_reason(alert), format!("{alert:?}"))),
+            Step::Alert(alert) => alerts.push((alert_reason(alert), alert_text(alert))),
         }
     }
     let texts: Vec<String> = alerts.iter().map(|(_, text)| text.clone()).collect();
@@ -633,10 +642,20 @@ fn pending_failover(status: &bloodraven_crd::group::MysqlFailoverGroupStatus) ->
         .then(|| target.clone())
 }
 
+/// The note of a fence's Event.
+fn fence_note(site: &str, why: &FenceWhy) -> String {
+    format!("site {site} fenced: {why}")
+}
+
+/// The note of a repoint's Event.
+fn repoint_note(site: &str, source: &str, reason: &bloodraven_facts::RepointReason) -> String {
+    format!("site {site} repointed at {source}: {reason}")
+}
+
 /// The Event reason (upstream's names where research §8 has them) and metric label of an alert.
 fn alert_reason(alert: &Alert) -> &'static str {
     match alert {
-        Alert::NoPrimary { .. } => "NoPrimaryDetected",
+        Alert::NoPrimary { .. } | Alert::AwaitingCandidates { .. } => "NoPrimaryDetected",
         Alert::CandidatesIncomparable { .. } => "CandidatesIncomparable",
         Alert::SplitBrainUnresolved { .. } => "SplitBrainDetected",
         Alert::Cooldown { .. } => "FailoverCooldown",
@@ -646,5 +665,72 @@ fn alert_reason(alert: &Alert) -> &'static str {
         Alert::ActiveUnreachable { .. } => "ActiveSiteUnreachable",
         Alert::ActiveNotCandidate { .. } => "ActiveSiteNotCandidate",
         Alert::ActiveUnknown { .. } => "ActiveSiteUnknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bloodraven_crd::group::SiteRole;
+    use bloodraven_facts::{RepointReason, WinnerBy};
+
+    use super::*;
+
+    #[test]
+    fn fence_and_repoint_notes_are_plain_words() {
+        assert_eq!(
+            fence_note("fra", &FenceWhy::NonCandidateWriter { role: SiteRole::DisasterRecovery }),
+            "site fra fenced: a DisasterRecovery site answered writable; only PrimaryCandidates \
+             take writes"
+        );
+        assert_eq!(
+            fence_note(
+                "pdx",
+                &FenceWhy::SplitBrainLoser { winner: "iad".to_owned(), by: WinnerBy::Priority }
+            ),
+            "site pdx fenced: split brain lost to iad (it is the first writable candidate of \
+             sitePriorities)"
+        );
+        assert_eq!(
+            fence_note(
+                "pdx",
+                &FenceWhy::SplitBrainLoser {
+                    winner: "iad".to_owned(),
+                    by: WinnerBy::RecordedActive
+                }
+            ),
+            "site pdx fenced: split brain lost to iad (it is the recorded active site)"
+        );
+        let reasons = [
+            (RepointReason::NoChannel, "it had no replication channel"),
+            (
+                RepointReason::WrongSource { host: "fra-internal".to_owned(), port: 3306 },
+                "it replicated from fra-internal:3306, not the primary",
+            ),
+            (RepointReason::NoAutoPosition, "its channel lacked GTID auto-positioning"),
+            (
+                RepointReason::Stopped { io_running: false, sql_running: false },
+                "both replication threads were stopped",
+            ),
+            (
+                RepointReason::Stopped { io_running: true, sql_running: false },
+                "the SQL thread was stopped",
+            ),
+            (
+                RepointReason::Stopped { io_running: false, sql_running: true },
+                "the IO thread was stopped",
+            ),
+        ];
+        for (reason, text) in reasons {
+            assert_eq!(
+                repoint_note("pdx", "iad", &reason),
+                format!("site pdx repointed at iad: {text}")
+            );
+        }
+    }
+
+    #[test]
+    fn a_first_primary_wait_is_reported_under_no_primary_detected() {
+        let alert = Alert::AwaitingCandidates { silent: Vec::new(), failure_threshold: 3 };
+        assert_eq!(alert_reason(&alert), "NoPrimaryDetected");
     }
 }

@@ -8,6 +8,7 @@
 //! | `bloodraven_topology_action_failures_total` | namespace, group, action | steps that failed (retried next poll) |
 //! | `bloodraven_topology_alerts_total` | namespace, group, alert | alerts raised (counted when the set of alerts changes): `NoPrimary`, `SplitBrainUnresolved`, `FollowerDiverged`, `Cooldown`, … |
 //! | `bloodraven_site_up` | namespace, group, site | 1 when the site answered the last poll |
+//! | `bloodraven_failovers_total` | namespace, group, target_site | emergency promotions that succeeded (upstream's name; planned failovers are not counted) |
 //! | `bloodraven_dns_flips_total` | namespace, group, site | the DNS record moved to the site (upstream's name) |
 //! | `bloodraven_dns_update_failures_total` | namespace, group | a DNS publication failed or the spec cannot be published |
 //! | `bloodraven_invalid_spec` | namespace, group | 1 while the group's spec is refused (`InvalidSpec`) |
@@ -56,6 +57,17 @@ pub struct SiteLabels {
     pub site: String,
 }
 
+/// The target site of a failover.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetSiteLabels {
+    /// Namespace.
+    pub namespace: String,
+    /// Group name.
+    pub group: String,
+    /// The promoted site.
+    pub target_site: String,
+}
+
 /// Every metric this registry exposes (the names as scraped, counters with `_total`).
 pub const NAMES: &[&str] = &[
     "bloodraven_topology_polls_total",
@@ -64,6 +76,7 @@ pub const NAMES: &[&str] = &[
     "bloodraven_topology_action_failures_total",
     "bloodraven_topology_alerts_total",
     "bloodraven_site_up",
+    "bloodraven_failovers_total",
     "bloodraven_dns_flips_total",
     "bloodraven_dns_update_failures_total",
     "bloodraven_invalid_spec",
@@ -88,6 +101,8 @@ pub struct Metrics {
     pub alerts: Family<KindLabels, Counter>,
     /// Site answered the last poll.
     pub site_up: Family<SiteLabels, Gauge>,
+    /// Emergency promotions that succeeded, by target site.
+    pub failovers: Family<TargetSiteLabels, Counter>,
     /// DNS record moves, by the site it names now.
     pub dns_flips: Family<SiteLabels, Counter>,
     /// DNS publications that failed.
@@ -128,6 +143,12 @@ impl Default for Metrics {
         );
         registry.register("topology_alerts", "Topology alerts raised", alerts.clone());
         registry.register("site_up", "1 when the site answered the last poll", site_up.clone());
+        let failovers = Family::<TargetSiteLabels, Counter>::default();
+        registry.register(
+            "failovers",
+            "Emergency failovers: promotions of the target site after the active site failed",
+            failovers.clone(),
+        );
         let dns_flips = Family::<SiteLabels, Counter>::default();
         let dns_failures = Family::<GroupLabels, Counter>::default();
         let invalid_spec = Family::<GroupLabels, Gauge>::default();
@@ -154,6 +175,7 @@ impl Default for Metrics {
             action_failures,
             alerts,
             site_up,
+            failovers,
             dns_flips,
             dns_failures,
             invalid_spec,
@@ -200,6 +222,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE bloodraven_topology_actions counter"), "{text}");
+    }
+
+    #[test]
+    fn failovers_are_counted_by_target_site_under_upstreams_name() {
+        let metrics = Metrics::default();
+        let labels = TargetSiteLabels {
+            namespace: "orders".to_owned(),
+            group: "orders".to_owned(),
+            target_site: "pdx".to_owned(),
+        };
+        metrics.failovers.get_or_create(&labels).inc();
+        let text = metrics.render();
+        assert!(
+            text.contains(
+                r#"bloodraven_failovers_total{namespace="orders",group="orders",target_site="pdx"} 1"#
+            ),
+            "{text}"
+        );
     }
 
     /// String literals of Rust source before its `#[cfg(test)]` module (comments skipped).
@@ -328,6 +368,14 @@ mod tests {
             Metrics::count(family, "n", "g", "k");
         }
         metrics.site_up.get_or_create(&site).set(1);
+        metrics
+            .failovers
+            .get_or_create(&TargetSiteLabels {
+                namespace: "n".to_owned(),
+                group: "g".to_owned(),
+                target_site: "s".to_owned(),
+            })
+            .inc();
         metrics.dns_flips.get_or_create(&site).inc();
         metrics.dns_failures.get_or_create(&group).inc();
         metrics.invalid_spec.get_or_create(&group).set(1);

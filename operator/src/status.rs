@@ -84,43 +84,69 @@ fn site_status(fact: &SiteFacts, outcome: &PollOutcome<'_>) -> SiteStatus {
     }
 }
 
-fn alert_text(alert: &Alert) -> String {
+/// Sites with why each one is named: `pdx (unreachable), fra (not a PrimaryCandidate)`.
+fn sites_with<T: std::fmt::Display>(sites: &[(String, T)]) -> String {
+    if sites.is_empty() {
+        return "none".to_owned();
+    }
+    sites.iter().map(|(site, why)| format!("{site} ({why})")).collect::<Vec<_>>().join(", ")
+}
+
+/// Site names joined with `, `.
+fn names(sites: &[String]) -> String {
+    if sites.is_empty() { "none".to_owned() } else { sites.join(", ") }
+}
+
+/// The plain-words text of an alert: the Degraded/Ready condition message and the alert
+/// Event's note (one source of wording).
+pub(crate) fn alert_text(alert: &Alert) -> String {
     match alert {
         Alert::NoPrimary { failed, ineligible } => format!(
-            "no PrimaryCandidate can be promoted (failed: {}; ineligible: {ineligible:?}): \
+            "no PrimaryCandidate can be promoted (failed active site: {}; not eligible: {}): \
              restore a candidate site or promote one by hand",
-            failed.as_deref().unwrap_or("none")
+            failed.as_deref().unwrap_or("none recorded"),
+            sites_with(ineligible)
+        ),
+        Alert::AwaitingCandidates { silent, failure_threshold } => format!(
+            "no first primary yet: waiting for PrimaryCandidates {} to answer, for up to \
+             {failure_threshold} polls (spec.failureThreshold) after the first candidate \
+             answered; the operator then chooses among those that answered",
+            sites_with(silent)
         ),
         Alert::CandidatesIncomparable { sites } => format!(
-            "the candidates' executed sets are incomparable ({sites:?}): choose the site to \
-             keep and promote it with a planned failover"
+            "the candidates' executed sets are incomparable (transactions only each one has: \
+             {}): choose the site to keep and promote it with a planned failover",
+            sites_with(sites)
         ),
         Alert::SplitBrainUnresolved { writable, why } => format!(
-            "split brain: {writable:?} are writable and no winner can be named ({why:?}): set \
-             spec.splitBrainPolicy.sitePriorities or fence one by hand"
+            "split brain: {} are writable and no winner can be named ({why}): set \
+             spec.splitBrainPolicy.sitePriorities or fence one by hand",
+            names(writable)
         ),
         Alert::Cooldown { until, would_promote } => format!(
             "a failover to {would_promote} is due but the anti-flap cooldown runs until \
              {until}: wait, or promote by hand"
         ),
         Alert::Deferred(deferral) => {
-            format!("automatic actions are deferred ({deferral:?}): see the planned failover")
+            format!("automatic actions are deferred ({deferral}): see the planned failover")
         }
         Alert::FollowerDiverged { site, divergent } => format!(
             "site {site} holds {divergent} that the primary lacks (Blocked/GTIDDiverged): \
              reclone it or reconcile the transactions by hand; they are kept"
         ),
         Alert::ReassertBlocked { site, ahead } => format!(
-            "the active site {site} is read-only and {ahead:?} hold transactions it lacks: \
-             promote the freshest site with a planned failover"
+            "the active site {site} is read-only and {} hold transactions it lacks: \
+             promote the freshest site with a planned failover",
+            names(ahead)
         ),
         Alert::ActiveUnreachable { site, polls } => format!(
             "the active site {site} has been unreachable for {polls} polls: failover follows \
              at spec.failureThreshold"
         ),
         Alert::ActiveNotCandidate { site, role } => format!(
-            "the active site {site} is now {role:?} in the spec: run a planned failover to a \
-             candidate or restore its role"
+            "the active site {site} is now a {} site in the spec: run a planned failover to a \
+             candidate or restore its role",
+            role.as_str()
         ),
         Alert::ActiveUnknown { site } => format!(
             "the active site {site} cannot be classified: check the operator's credentials \
@@ -221,10 +247,10 @@ pub fn conditions(outcome: &PollOutcome<'_>) -> Vec<Condition> {
         .filter(|fact| matches!(fact.state, SiteState::Unreachable | SiteState::Unknown))
         .map(|fact| {
             format!(
-                "site {} is {} ({:?}): check its pod, its network and the operator's credentials",
+                "site {} is {}{}: check its pod, its network and the operator's credentials",
                 fact.name,
                 fact.state.as_str(),
-                fact.unreachable
+                fact.unreachable.map(|why| format!(" ({why})")).unwrap_or_default()
             )
         })
         .collect();
@@ -412,7 +438,129 @@ mod tests {
         assert!(ready.contains("unreachable for 2 polls"), "{ready}");
         assert!(ready.contains("failureThreshold"), "{ready}");
         let degraded = conditions[1].message.clone().unwrap();
-        assert!(degraded.contains("site iad is unreachable (Some(Refused))"), "{degraded}");
+        assert!(
+            degraded.contains("site iad is unreachable (connection refused or reset): check"),
+            "{degraded}"
+        );
+    }
+
+    /// One alert of every variant, the `match` failing to compile when a variant is added.
+    fn every_alert() -> Vec<Alert> {
+        use bloodraven_facts::{Ineligible, NoWinner};
+
+        use crate::topology::Deferral;
+        let alerts = vec![
+            Alert::NoPrimary {
+                failed: Some("iad".to_owned()),
+                ineligible: vec![
+                    ("pdx".to_owned(), Ineligible::State(SiteState::Unreachable)),
+                    ("fra".to_owned(), Ineligible::Role),
+                    ("sea".to_owned(), Ineligible::Excluded("RestorePeerHold".to_owned())),
+                    ("ord".to_owned(), Ineligible::NoGtidSet),
+                    ("dub".to_owned(), Ineligible::FailedActive),
+                ],
+            },
+            Alert::NoPrimary { failed: None, ineligible: Vec::new() },
+            Alert::AwaitingCandidates {
+                silent: vec![
+                    ("iad".to_owned(), Ineligible::State(SiteState::Unreachable)),
+                    ("pdx".to_owned(), Ineligible::State(SiteState::Unknown)),
+                ],
+                failure_threshold: 3,
+            },
+            Alert::CandidatesIncomparable {
+                sites: vec![("iad".to_owned(), 2), ("pdx".to_owned(), 5)],
+            },
+            Alert::SplitBrainUnresolved {
+                writable: vec!["iad".to_owned(), "pdx".to_owned()],
+                why: NoWinner::EmptyPriorities,
+            },
+            Alert::SplitBrainUnresolved {
+                writable: vec!["iad".to_owned(), "pdx".to_owned()],
+                why: NoWinner::NoListedWritableCandidate,
+            },
+            Alert::Cooldown { until: at("2026-11-30T17:05:00Z"), would_promote: "pdx".to_owned() },
+            Alert::Deferred(Deferral::Claim { run_id: "pf-1".to_owned() }),
+            Alert::Deferred(Deferral::Hold { run_id: Some("pf-2".to_owned()) }),
+            Alert::Deferred(Deferral::Hold { run_id: None }),
+            Alert::FollowerDiverged {
+                site: "pdx".to_owned(),
+                divergent: "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3".parse().unwrap(),
+            },
+            Alert::ReassertBlocked {
+                site: "iad".to_owned(),
+                ahead: vec!["pdx".to_owned(), "fra".to_owned()],
+            },
+            Alert::ActiveUnreachable { site: "iad".to_owned(), polls: 2 },
+            Alert::ActiveNotCandidate { site: "iad".to_owned(), role: SiteRole::DisasterRecovery },
+            Alert::ActiveUnknown { site: "iad".to_owned() },
+        ];
+        for alert in &alerts {
+            match alert {
+                Alert::NoPrimary { .. }
+                | Alert::AwaitingCandidates { .. }
+                | Alert::CandidatesIncomparable { .. }
+                | Alert::SplitBrainUnresolved { .. }
+                | Alert::Cooldown { .. }
+                | Alert::Deferred(_)
+                | Alert::FollowerDiverged { .. }
+                | Alert::ReassertBlocked { .. }
+                | Alert::ActiveUnreachable { .. }
+                | Alert::ActiveNotCandidate { .. }
+                | Alert::ActiveUnknown { .. } => {}
+            }
+        }
+        alerts
+    }
+
+    #[test]
+    fn no_alert_text_shows_rust_debug_syntax() {
+        for alert in every_alert() {
+            let text = alert_text(&alert);
+            for debug in ["{", "}", "Some(", "None", "::", "\"", "[", "]"] {
+                assert!(!text.contains(debug), "{debug} in the text of {alert:?}: {text}");
+            }
+            assert!(text.len() > 40, "a sentence, not a label: {text}");
+        }
+    }
+
+    #[test]
+    fn alert_texts_read_as_plain_words() {
+        let texts: Vec<String> = every_alert().iter().map(alert_text).collect();
+        assert_eq!(
+            texts[0],
+            "no PrimaryCandidate can be promoted (failed active site: iad; not eligible: \
+             pdx (unreachable), fra (not a PrimaryCandidate), sea (held out by \
+             RestorePeerHold), ord (answered without an executed GTID set), dub (the failed \
+             active site)): restore a candidate site or promote one by hand"
+        );
+        assert_eq!(
+            texts[2],
+            "no first primary yet: waiting for PrimaryCandidates iad (unreachable), pdx \
+             (unknown) to answer, for up to 3 polls (spec.failureThreshold) after the first \
+             candidate answered; the operator then chooses among those that answered"
+        );
+        assert!(!texts[2].contains("promote one by hand"), "the operator is only waiting");
+        assert_eq!(
+            texts[4],
+            "split brain: iad, pdx are writable and no winner can be named (sitePriorities is \
+             empty): set spec.splitBrainPolicy.sitePriorities or fence one by hand"
+        );
+        assert_eq!(
+            texts[7],
+            "automatic actions are deferred (planned failover pf-1 holds the claim): see the \
+             planned failover"
+        );
+        assert_eq!(
+            texts[11],
+            "the active site iad is read-only and pdx, fra hold transactions it lacks: promote \
+             the freshest site with a planned failover"
+        );
+        assert_eq!(
+            texts[13],
+            "the active site iad is now a DisasterRecovery site in the spec: run a planned \
+             failover to a candidate or restore its role"
+        );
     }
 
     #[test]

@@ -92,8 +92,10 @@ fn lab_hold_standing_shows_the_run_and_the_ambiguous_sites() {
 /// next-action line with the command to run.
 #[test]
 fn fleet_1000_problems_only_to_the_next_action() {
-    let server =
-        Server { tmux: tmux_path(), socket: format!("bloodraven-e2e-triage-{}", std::process::id()) };
+    let server = Server {
+        tmux: tmux_path(),
+        socket: format!("bloodraven-e2e-triage-{}", std::process::id()),
+    };
     let log = tempfile::NamedTempFile::new().unwrap();
     let command = format!(
         "TERM=xterm-256color {BINARY} --log-file {} lab --scenario fleet-1000",

@@ -29,6 +29,27 @@ pub enum RepointReason {
     },
 }
 
+impl std::fmt::Display for RepointReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoChannel => f.write_str("it had no replication channel"),
+            Self::WrongSource { host, port } => {
+                write!(f, "it replicated from {host}:{port}, not the primary")
+            }
+            Self::NoAutoPosition => f.write_str("its channel lacked GTID auto-positioning"),
+            Self::Stopped { io_running, sql_running } => {
+                let stopped = match (io_running, sql_running) {
+                    (false, false) => "both replication threads were",
+                    (false, true) => "the IO thread was",
+                    (true, false) => "the SQL thread was",
+                    (true, true) => "no thread was",
+                };
+                write!(f, "{stopped} stopped")
+            }
+        }
+    }
+}
+
 /// The follower's convergence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Convergence {

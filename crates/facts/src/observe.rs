@@ -15,6 +15,16 @@ pub enum Unreachable {
     Error,
 }
 
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Refused => "connection refused or reset",
+            Self::Timeout => "no answer within the poll's bound",
+            Self::Error => "the server answered with an error",
+        })
+    }
+}
+
 /// A follower's replication channel as `SHOW REPLICA STATUS` reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplicaObservation {

@@ -22,7 +22,9 @@ impl std::fmt::Display for SelectedBy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::OnlyCandidate => "the only eligible candidate",
-            Self::Freshness => "the freshest candidate (its executed GTID set contains every other's)",
+            Self::Freshness => {
+                "the freshest candidate (its executed GTID set contains every other's)"
+            }
             Self::Priority => "equally fresh; first of sitePriorities",
             Self::DeclaredOrder => "equally fresh, none in sitePriorities; declared first",
         })
@@ -43,6 +45,18 @@ pub enum Ineligible {
     Excluded(String),
     /// It answered without an executed set (cannot be compared).
     NoGtidSet,
+}
+
+impl std::fmt::Display for Ineligible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Role => f.write_str("not a PrimaryCandidate"),
+            Self::State(state) => f.write_str(state.as_str()),
+            Self::FailedActive => f.write_str("the failed active site"),
+            Self::Excluded(guard) => write!(f, "held out by {guard}"),
+            Self::NoGtidSet => f.write_str("answered without an executed GTID set"),
+        }
+    }
 }
 
 /// The outcome of emergency target selection.

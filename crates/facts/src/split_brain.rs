@@ -22,6 +22,26 @@ pub enum NoWinner {
     NoListedWritableCandidate,
 }
 
+impl std::fmt::Display for WinnerBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::RecordedActive => "it is the recorded active site",
+            Self::Priority => "it is the first writable candidate of sitePriorities",
+        })
+    }
+}
+
+impl std::fmt::Display for NoWinner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::EmptyPriorities => "sitePriorities is empty",
+            Self::NoListedWritableCandidate => {
+                "no entry of sitePriorities is a writable PrimaryCandidate"
+            }
+        })
+    }
+}
+
 /// What to do when more than one site is writable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SplitBrain {

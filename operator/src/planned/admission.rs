@@ -87,7 +87,7 @@ impl Pass<'_> {
             ReservationRefused::RestoreInFlight => AdmissionWaitReason::RestoreInFlight,
             ReservationRefused::ClaimHeld => AdmissionWaitReason::ClaimHeld,
         };
-        Some((reason, format!("the deployment admission reservation was refused ({refused:?})")))
+        Some((reason, format!("the deployment admission reservation was refused ({refused})")))
     }
 
     /// Request-only refusals: they need no status to decide.
@@ -529,7 +529,7 @@ impl Pass<'_> {
                 Busy::KeyringAdmission => AdmissionWaitReason::KeyringRotation,
                 Busy::DragonflyUpgrade => AdmissionWaitReason::DragonflyUpgradeInFlight,
             };
-            return Err((reason, format!("another topology change holds the sites ({busy:?})")));
+            return Err((reason, format!("another topology change holds the sites ({busy})")));
         }
         let manager = match self.obs.manager {
             ManagerState::Ready => None,

@@ -194,6 +194,20 @@ pub enum Busy {
     DragonflyUpgrade,
 }
 
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Promotion => "an emergency promotion is in flight",
+            Self::Update => "an ordered update holds the sites",
+            Self::Restore => "a restore holds the sites",
+            Self::Bootstrap => "a bootstrap holds the sites",
+            Self::Recovery => "a recovery, drain or source-convergence step runs",
+            Self::KeyringAdmission => "a keyring rotation of the target is being admitted",
+            Self::DragonflyUpgrade => "a Dragonfly snapshot upgrade is in flight",
+        })
+    }
+}
+
 /// The deployment admission reservation was refused (a deployment lease refusal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReservationRefused {
@@ -205,6 +219,17 @@ pub enum ReservationRefused {
     RestoreInFlight,
     /// A planned-failover claim or hold.
     ClaimHeld,
+}
+
+impl std::fmt::Display for ReservationRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::TopologyPersistencePending => "a topology change is not persisted yet",
+            Self::UpdateInFlight => "an ordered update holds the sites",
+            Self::RestoreInFlight => "an in-place restore holds the sites",
+            Self::ClaimHeld => "a planned-failover claim or hold stands",
+        })
+    }
 }
 
 /// What the group says about the target beyond its live probe (admission validation).
@@ -328,5 +353,19 @@ impl Observation {
     /// The failover record, when it reads.
     pub fn failover_record(&self) -> Option<&FailoverRecord> {
         self.last_failover.as_ref().ok().and_then(Option::as_ref)
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn admission_waits_read_as_plain_words() {
+        assert_eq!(Busy::Promotion.to_string(), "an emergency promotion is in flight");
+        assert_eq!(
+            ReservationRefused::TopologyPersistencePending.to_string(),
+            "a topology change is not persisted yet"
+        );
     }
 }

@@ -123,7 +123,8 @@ impl Pass<'_> {
             if target_channel_gone {
                 self.warn(Warning::TargetReplicationNotRestored);
             }
-            let message = format!("source {source:?} left fenced: {others:?} answers writable");
+            let message =
+                format!("source {source:?} left fenced: {} answers writable", others.join(", "));
             self.end(Outcome::SourceLeftFenced, Some(reason), message);
             return;
         }

@@ -31,6 +31,18 @@ pub enum Deferral {
     },
 }
 
+impl std::fmt::Display for Deferral {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Claim { run_id } => write!(f, "planned failover {run_id} holds the claim"),
+            Self::Hold { run_id: Some(run_id) } => {
+                write!(f, "the automation hold of planned failover {run_id} stands")
+            }
+            Self::Hold { run_id: None } => f.write_str("an automation hold stands"),
+        }
+    }
+}
+
 /// What the durable record says about the past, and what earlier polls saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct History {
@@ -92,6 +104,23 @@ pub enum FenceWhy {
     },
 }
 
+impl std::fmt::Display for FenceWhy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NonCandidateWriter { role } => {
+                write!(
+                    f,
+                    "a {} site answered writable; only PrimaryCandidates take writes",
+                    role.as_str()
+                )
+            }
+            Self::SplitBrainLoser { winner, by } => {
+                write!(f, "split brain lost to {winner} ({by})")
+            }
+        }
+    }
+}
+
 /// Something a human must know; no step acts on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Alert {
@@ -101,6 +130,15 @@ pub enum Alert {
         failed: Option<String>,
         /// Each other PrimaryCandidate and why it is not eligible.
         ineligible: Vec<(String, Ineligible)>,
+    },
+    /// A new group (no active site recorded) waits before its first primary: some
+    /// PrimaryCandidates have not answered, and no candidate has answered for
+    /// `failureThreshold` polls yet.
+    AwaitingCandidates {
+        /// The candidates that have not answered, and their state.
+        silent: Vec<(String, Ineligible)>,
+        /// `spec.failureThreshold`: the polls the first answering candidate waits for them.
+        failure_threshold: u32,
     },
     /// The eligible candidates' executed sets are incomparable: no automatic choice.
     CandidatesIncomparable {
@@ -252,7 +290,7 @@ impl std::fmt::Display for PromoteWhy {
 ///    re-asserted after `recoveryThreshold` polls when no site is ahead of it.
 /// 6. No active site recorded (a new group): the first primary waits until every
 ///    PrimaryCandidate has answered, or until the first candidate to answer has answered
-///    `failureThreshold` polls (alert `NoPrimary` naming the silent ones meanwhile); then the
+///    `failureThreshold` polls (alert `AwaitingCandidates` naming the silent ones meanwhile); then the
 ///    emergency rule chooses (freshest, `sitePriorities`, declared order).
 pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
     let mut steps: Vec<Step> = non_candidates_to_fence(input.facts)
@@ -306,7 +344,10 @@ fn plan_without_writer(input: &PlanInput<'_>, steps: &mut Vec<Step>) {
     let Some(active) = input.recorded_active else {
         // A new group: every candidate gets its say before the first primary is chosen.
         if let Some(silent) = silent_candidates(input) {
-            steps.push(Step::Alert(Alert::NoPrimary { failed: None, ineligible: silent }));
+            steps.push(Step::Alert(Alert::AwaitingCandidates {
+                silent,
+                failure_threshold: input.failure_threshold,
+            }));
             return;
         }
         // Choose the first primary by the emergency rule (nobody failed).

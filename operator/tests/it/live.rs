@@ -283,6 +283,12 @@ async fn failover_drill(failure: Failure) {
         ),
         "one failover counted: {metrics}"
     );
+    assert!(
+        metrics.contains(&format!(
+            r#"bloodraven_failovers_total{{namespace="orders",group="orders",target_site="{second}"}} 1"#
+        )),
+        "one failover counted under upstream's name, by target site: {metrics}"
+    );
 
     // A writable DisasterRecovery site is fenced on the next poll.
     let fra = kubelet

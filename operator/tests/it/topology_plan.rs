@@ -338,9 +338,9 @@ fn a_new_group_waits_for_every_candidate_before_its_first_primary() {
     world.history.reachable_polls.insert("pdx".into(), 2);
     assert_eq!(
         world.plan(),
-        vec![Step::Alert(Alert::NoPrimary {
-            failed: None,
-            ineligible: vec![("iad".into(), Ineligible::State(Unreachable))]
+        vec![Step::Alert(Alert::AwaitingCandidates {
+            silent: vec![("iad".into(), Ineligible::State(Unreachable))],
+            failure_threshold: 3,
         })],
         "iad has not answered yet and pdx answered for fewer polls than failureThreshold"
     );

@@ -211,6 +211,7 @@ const fn metric(
 const GROUP: &[&str] = &["namespace", "group"];
 const KIND: &[&str] = &["namespace", "group", "kind"];
 const SITE: &[&str] = &["namespace", "group", "site"];
+const TARGET_SITE: &[&str] = &["namespace", "group", "target_site"];
 
 /// Every metric of the operator's `/metrics`.
 pub static METRICS: &[MetricEntry] = &[
@@ -233,7 +234,7 @@ pub static METRICS: &[MetricEntry] = &[
         MetricType::Counter,
         KIND,
         Extension,
-        "Steps applied, by kind: failover (emergency promotion), promote, fence, repoint, block (a diverged follower). kind=failover is upstream's bloodraven_failovers_total.",
+        "Steps applied, by kind: failover (emergency promotion), promote, fence, repoint, block (a diverged follower). kind=failover counts the same promotions as bloodraven_failovers_total.",
     ),
     metric(
         "bloodraven_topology_action_failures_total",
@@ -255,6 +256,13 @@ pub static METRICS: &[MetricEntry] = &[
         SITE,
         Extension,
         "1 when the site answered the last poll.",
+    ),
+    metric(
+        "bloodraven_failovers_total",
+        MetricType::Counter,
+        TARGET_SITE,
+        Upstream,
+        "Emergency failovers that promoted the target site, once per promotion (upstream labels it by target_site only; planned failovers count in bloodraven_planned_failovers_total instead).",
     ),
     metric(
         "bloodraven_dns_flips_total",
