@@ -18,7 +18,6 @@ pub mod summary;
 pub mod tui;
 pub mod verdict;
 
-use std::io::Write as _;
 
 use anyhow::Context as _;
 
@@ -105,6 +104,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
             let running = lab::RunningLab::start(&args.scenario, jiff::Timestamp::now()).await?;
             tracing::info!(url = %running.lab.url(), scenario = %args.scenario, "lab started");
             if args.serve {
+                use std::io::Write as _;
                 let mut stdout = std::io::stdout().lock();
                 writeln!(
                     stdout,

@@ -13,7 +13,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, reflector};
+use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -241,6 +242,33 @@ pub fn error_policy_stored(
     Action::requeue(Duration::from_secs(10))
 }
 
+/// What a reconcile builds from: everything of a group but its status and bookkeeping
+/// (`metadata.generation` moves with the spec; labels and annotations do not move it). A
+/// change of this hash triggers a reconcile; a status-only write does not.
+fn workload_inputs(object: &DynamicObject) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = &object.metadata;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        &meta.uid,
+        meta.generation,
+        &meta.labels,
+        &meta.annotations,
+        meta.deletion_timestamp.is_some(),
+    )
+        .hash(&mut hasher);
+    // Without a generation (an API server that does not track it), hash the rest of the
+    // object but its status, so that spec changes still trigger.
+    if meta.generation.is_none() {
+        let mut data = object.data.clone();
+        if let Some(map) = data.as_object_mut() {
+            map.remove("status");
+        }
+        data.to_string().hash(&mut hasher);
+    }
+    Some(hasher.finish())
+}
+
 /// Runs the controller until the stream ends. `namespace`: watch one namespace, or all.
 pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
     let client = context.shared.client.clone();
@@ -253,7 +281,16 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
         Some(namespace) => Api::namespaced(client, namespace),
         None => Api::all(client),
     };
-    Controller::new_with(groups, watcher::Config::default(), resource)
+    // Reconcile on what the workloads are built from (spec, labels, annotations, identity),
+    // not on every status write: the topology managers write the status every poll, and a
+    // reconcile per write cost 15 server-side applies per group per poll (issue 12). The
+    // periodic requeue and the owned Deployments still trigger as before.
+    let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
+    let reader = writer.as_reader();
+    let trigger = reflector(writer, watcher(groups, watcher::Config::default()))
+        .applied_objects()
+        .predicate_filter(workload_inputs, PredicateConfig::default());
+    Controller::for_stream_with(trigger, reader, resource)
         .owns(deployments, watcher::Config::default())
         .run(reconcile_stored, error_policy_stored, context)
         .for_each(|result| async move {

@@ -168,6 +168,9 @@ pub struct GroupState {
     pools: Pools,
     history: History,
     last_alerts: Vec<String>,
+    /// The `-primary` Service last applied (not applied again while unchanged, up to
+    /// `publish::REAPPLY_AFTER`).
+    primary_service: Option<crate::publish::AppliedService>,
 }
 
 /// Runs the topology manager of one group until the group is deleted.
@@ -594,7 +597,16 @@ pub async fn poll_once(
     if emergency {
         crash(CrashStep::OperatorFailoverBeforeServiceSwap);
     }
-    publish_primary(shared, &group, key, active.as_deref(), promoted_site, &facts).await?;
+    publish_primary(
+        shared,
+        &group,
+        key,
+        active.as_deref(),
+        promoted_site,
+        &facts,
+        &mut state.primary_service,
+    )
+    .await?;
     crate::dns::reconcile(shared, &group, key, active.as_deref(), &facts).await;
     if emergency {
         crash(CrashStep::OperatorFailoverAfterServiceSwap);

@@ -1,6 +1,8 @@
 //! Publishing the active site: the `-primary` Service (server-side apply), the pods' `role`
 //! and `healthy` labels, and the snapshot `/active-site` serves.
 
+use std::time::{Duration, Instant};
+
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_workloads::{labels, primary_service};
 use jiff::Timestamp;
@@ -103,6 +105,26 @@ fn pod_role(
     (role, healthy)
 }
 
+/// How long an applied `-primary` Service is trusted before it is applied again although it
+/// did not change: the repair of a hand edit or a deletion.
+pub(crate) const REAPPLY_AFTER: Duration = Duration::from_secs(30);
+
+/// The `-primary` Service this manager last applied successfully, and when.
+#[derive(Clone, Debug)]
+pub(crate) struct AppliedService {
+    service: Service,
+    at: Instant,
+}
+
+impl AppliedService {
+    /// Whether applying `service` at `now` would repeat this apply within [`REAPPLY_AFTER`].
+    fn current(&self, service: &Service, now: Instant) -> bool {
+        self.service == *service && now.saturating_duration_since(self.at) < REAPPLY_AFTER
+    }
+}
+
+/// Applies the `-primary` Service (unless `applied` holds the same one, applied less than
+/// [`REAPPLY_AFTER`] ago) and the pods' labels.
 pub(crate) async fn publish_primary(
     shared: &Shared,
     group: &MysqlFailoverGroup,
@@ -110,19 +132,26 @@ pub(crate) async fn publish_primary(
     active: Option<&str>,
     promoted: Option<&str>,
     facts: &[bloodraven_facts::SiteFacts],
+    applied: &mut Option<AppliedService>,
 ) -> Result<(), PollError> {
-    let services: Api<Service> = Api::namespaced(shared.client.clone(), &key.namespace);
+    let now = Instant::now();
     let service = primary_service(group, active)?;
-    let name = service.name_any();
-    services
-        .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&service))
-        .await
-        .map_err(kube_error(format!("applying Service {name}")))?;
+    if !applied.as_ref().is_some_and(|applied| applied.current(&service, now)) {
+        *applied = None;
+        let services: Api<Service> = Api::namespaced(shared.client.clone(), &key.namespace);
+        let name = service.name_any();
+        services
+            .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&service))
+            .await
+            .map_err(kube_error(format!("applying Service {name}")))?;
+        *applied = Some(AppliedService { service, at: now });
+    }
     // Pod labels: role=primary only on the active, writable site; healthy per endpoint gating.
     let pods: Api<Pod> = Api::namespaced(shared.client.clone(), &key.namespace);
     let selector = labels::group_label_selector(&key.name);
+    // Labels and names are all this needs: the metadata-only list (no pod specs to decode).
     let list = pods
-        .list(&ListParams::default().labels(&selector))
+        .list_metadata(&ListParams::default().labels(&selector))
         .await
         .map_err(kube_error("listing the group's pods"))?;
     let thresholds = LagThresholds::from_spec(group.spec.replication.as_ref());
@@ -171,6 +200,26 @@ mod tests {
             }),
             observed_at: None,
         }
+    }
+
+    #[test]
+    fn an_applied_service_is_trusted_while_unchanged_and_recent() {
+        let service = |selector: &str| Service {
+            metadata: kube::api::ObjectMeta {
+                name: Some("mysql-orders-primary".to_owned()),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::ServiceSpec {
+                selector: Some([("site".to_owned(), selector.to_owned())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let at = Instant::now();
+        let applied = AppliedService { service: service("iad"), at };
+        assert!(applied.current(&service("iad"), at + Duration::from_secs(29)));
+        assert!(!applied.current(&service("pdx"), at + Duration::from_secs(1)));
+        assert!(!applied.current(&service("iad"), at + REAPPLY_AFTER));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_kubelet::{Kubelet, KubeletConfig, LabResolver, link_name};
+use bloodraven_kubelet::{Kubelet, KubeletConfig, LabResolver, dns_link_name, link_name};
 use bloodraven_lab::{Lab, LabConfig};
 use bloodraven_sites::accounts;
 use bloodraven_sites::mysqld::MysqlDist;
@@ -23,7 +23,9 @@ use bloodraven_workloads::{Resolver, SiteNames, ports, primary_service_name};
 use serde_json::{Value, json};
 
 /// The CRDs the lab API server serves (generated into `deploy/crds/`).
-pub const CRDS: [(&str, &str); 3] = [
+/// And ExternalDNS's DNSEndpoint (`deploy/crds/external/`): the operator publishes the group's
+/// `spec.dns.hostname` through it, and the lab kubelet's resolver follows it.
+pub const CRDS: [(&str, &str); 4] = [
     (
         "mysqlfailovergroups.shipstream.io.yaml",
         include_str!("../../../deploy/crds/mysqlfailovergroups.shipstream.io.yaml"),
@@ -35,6 +37,10 @@ pub const CRDS: [(&str, &str); 3] = [
     (
         "mysqlbackupverifications.shipstream.io.yaml",
         include_str!("../../../deploy/crds/mysqlbackupverifications.shipstream.io.yaml"),
+    ),
+    (
+        "dnsendpoints.externaldns.k8s.io.yaml",
+        include_str!("../../../deploy/crds/external/dnsendpoints.externaldns.k8s.io.yaml"),
     ),
 ];
 
@@ -436,7 +442,9 @@ impl LiveLab {
     /// Service (the operator and every follower dial it), `app:<s>` its client Service,
     /// `app:primary` the `-primary` Service.
     pub fn drill_link(&self, name: &str) -> Result<Link, LiveError> {
-        let site = if name == "app:primary" {
+        let site = if name == "app:dns" {
+            return self.dns_link();
+        } else if name == "app:primary" {
             return self.service_link(&primary_service_name(&self.group));
         } else if let Some(pair) = name.strip_prefix("repl:") {
             pair.split_once("->").map(|(_, source)| source)
@@ -453,6 +461,31 @@ impl LiveLab {
                 "link {name:?} has no Service in the operator's world (sidecars do not run yet)"
             ))),
         }
+    }
+
+    /// The group's `spec.dns.hostname`, as the API server holds the group.
+    pub fn dns_hostname(&self) -> Result<String, LiveError> {
+        self.group_object()
+            .and_then(|group| group["spec"]["dns"]["hostname"].as_str().map(str::to_owned))
+            .ok_or_else(|| {
+                LiveError::Other(format!(
+                    "group {}: no spec.dns.hostname (add one to the manifest to use app:dns)",
+                    self.group
+                ))
+            })
+    }
+
+    /// The link of the group's DNS name (`dns/<hostname>:3306`, created on first use): its
+    /// upstream follows the operator's DNSEndpoint (the lab kubelet's resolver).
+    pub fn dns_link(&self) -> Result<Link, LiveError> {
+        let hostname = self.dns_hostname()?;
+        // Resolving creates the link.
+        let _ = self.resolver()?.resolve_host(&hostname, ports::MYSQL);
+        self.hub.get(&dns_link_name(&hostname, ports::MYSQL)).ok_or_else(|| {
+            LiveError::Other(format!(
+                "{hostname} does not resolve yet: no DNSEndpoint CNAME of a Service with an endpoint"
+            ))
+        })
     }
 
     /// The `-primary` Service's link address (what the application dials).

@@ -165,7 +165,7 @@ impl Scope<'_> {
     }
 
     fn link(&self, index: usize, field: &str, link: &str) -> Result<(), DrillError> {
-        let ok = if link == "app:primary" {
+        let ok = if link == "app:primary" || link == "app:dns" {
             true
         } else if let Some(pair) = link.strip_prefix("repl:") {
             pair.split_once("->").is_some_and(|(f, s)| {
@@ -184,7 +184,7 @@ impl Scope<'_> {
                 field,
                 format!(
                     "unknown link {link:?}; links are repl:<follower>-><source>, app:<site>, \
-                     operator:<site>, sidecar:<site> and app:primary, with sites {:?}",
+                     operator:<site>, sidecar:<site>, app:primary and app:dns, with sites {:?}",
                     self.sites
                 ),
             ))

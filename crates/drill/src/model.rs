@@ -145,6 +145,20 @@ pub struct StartWorkload {
     /// The name its ledger is kept under when it stops (default `workload`).
     #[serde(rename = "as", default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What it dials (default `service`: the `-primary` Service, link `app:primary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<WorkloadVia>,
+}
+
+/// What a workload dials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum WorkloadVia {
+    /// The `-primary` Service (link `app:primary`).
+    Service,
+    /// The group's `spec.dns.hostname`, as the lab's resolver applies the operator's
+    /// DNSEndpoint (link `app:dns`; operator drills only).
+    Dns,
 }
 
 /// A site of the group, by its name in the manifest.

@@ -271,6 +271,13 @@ async fn play(
             ))
         }
         Step::StartWorkload(w) => {
+            if w.via == Some(crate::model::WorkloadVia::Dns) {
+                return Err(StepError::Failed(
+                    "startWorkload via dns needs the operator (requires: [operator]): only it \
+                     publishes the DNSEndpoint"
+                        .into(),
+                ));
+            }
             let name = w.name.clone().unwrap_or_else(|| crate::DEFAULT_WORKLOAD.to_owned());
             let mut config = WorkloadConfig::new(world.group()?.primary_link().addr());
             if let Some(rate) = w.rate {

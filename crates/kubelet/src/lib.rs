@@ -26,6 +26,7 @@
 //! is reported `waiting: NotRunInLab`.
 
 pub mod claims;
+pub mod dns;
 mod error;
 pub mod options;
 pub mod pod;
@@ -48,11 +49,13 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use kube::Api;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
+pub use crate::dns::{DNS_LINK_PREFIX, dns_link_name};
 pub use crate::error::KubeletError;
 pub use crate::resolver::{LINK_PREFIX, LabResolver, link_name};
 pub use crate::sidecar::{SIDECAR_LINK_PREFIX, SidecarConfig, sidecar_link_name};
@@ -220,6 +223,33 @@ where
     store
 }
 
+/// Starts a reflector for the operator's DNSEndpoints ([`dns`]); every event pokes `notify`.
+fn reflect_dns(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    notify: Arc<Notify>,
+    watchers: &mut Vec<JoinHandle<()>>,
+) -> Store<DynamicObject> {
+    let resource = dns::api_resource();
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let writer = reflector::store::Writer::new(resource);
+    let store = writer.as_reader();
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+    watchers.push(tokio::spawn(async move {
+        stream
+            .for_each(|_| {
+                notify.notify_one();
+                futures::future::ready(())
+            })
+            .await;
+    }));
+    store
+}
+
 impl Kubelet {
     /// Starts watching through `client` and running what it finds. Returns once the first
     /// list of Deployments, Pods and Services has arrived.
@@ -274,8 +304,11 @@ impl Kubelet {
                 });
             }
         }
+        // Not awaited: while the DNSEndpoint CRD is not served the watch retries with
+        // backoff and no DNS name resolves; once it is, records arrive like any other event.
+        let dns = reflect_dns(&client, namespace, notify.clone(), &mut watchers);
         let shared = Arc::new(Shared::default());
-        let resolver = LabResolver { services, pods, shared: shared.clone(), hub };
+        let resolver = LabResolver { services, pods, shared: shared.clone(), hub, dns };
         let (shutdown, shutdown_rx) = watch::channel(false);
         let runner = Runner {
             client,

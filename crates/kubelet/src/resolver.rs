@@ -17,15 +17,17 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use bloodraven_sites::proxy::ProxyHub;
+use bloodraven_sites::proxy::{Link, ProxyHub};
 use bloodraven_workloads::labels::selector_matches;
 use bloodraven_workloads::{Resolver, ServiceAddress, ports};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::warn;
 
 use crate::Shared;
+use crate::dns::{DNS_LINK_PREFIX, cname_service, dns_link_name};
 use crate::pod::is_ready;
 
 /// The prefix of the proxy links the resolver owns.
@@ -43,6 +45,8 @@ pub struct LabResolver {
     pub(crate) pods: Store<Pod>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) hub: Arc<ProxyHub>,
+    /// The DNSEndpoints the kubelet sees (empty while the CRD is not served).
+    pub(crate) dns: Store<DynamicObject>,
 }
 
 impl std::fmt::Debug for LabResolver {
@@ -133,11 +137,60 @@ impl LabResolver {
         out
     }
 
-    /// Points every link this resolver made at its Service's current endpoint (links whose
-    /// Service has none keep their last upstream: connections there fail as the process is
-    /// gone).
+    /// The mysqld (or sidecar) address that DNS name `hostname` reaches on `port` right now:
+    /// the endpoint of the cluster Service its DNSEndpoint `CNAME` names ([`crate::dns`]).
+    pub fn host_upstream(&self, hostname: &str, port: u16) -> Option<SocketAddr> {
+        let records = self.dns.state();
+        let (namespace, service) = cname_service(records.iter().map(AsRef::as_ref), hostname)?;
+        self.upstream(&namespace, &service, port)
+    }
+
+    /// Resolves DNS name `hostname` as the lab's resolver applies the operator's
+    /// DNSEndpoints: a proxy link `dns/<hostname>:<port>` whose upstream follows the record
+    /// (re-pointed by [`Self::refresh`] on every change the kubelet sees). `None` while no
+    /// record names `hostname`, its target is not a cluster Service (an `A` record, a foreign
+    /// name) or the Service has no endpoint.
+    pub fn resolve_host(&self, hostname: &str, port: u16) -> Option<ServiceAddress> {
+        let upstream = self.host_upstream(hostname, port)?;
+        let link = self.link_to(dns_link_name(hostname, port), upstream)?;
+        Some(ServiceAddress { host: Ipv4Addr::LOCALHOST.to_string(), port: link.addr().port() })
+    }
+
+    /// The link named `name`, made or re-pointed at `upstream`.
+    fn link_to(&self, name: String, upstream: SocketAddr) -> Option<Link> {
+        match self.hub.get(&name) {
+            Some(link) => {
+                if link.upstream() != upstream {
+                    link.set_upstream(upstream);
+                }
+                Some(link)
+            }
+            None => match self.hub.link(name.clone(), upstream) {
+                Ok(link) => Some(link),
+                // Another caller made it in between.
+                Err(_) => self.hub.get(&name).or_else(|| {
+                    warn!(link = %name, "cannot create a proxy link of the resolver");
+                    None
+                }),
+            },
+        }
+    }
+
+    /// Points every link this resolver made at its Service's (or DNS name's) current endpoint
+    /// (links whose Service has none keep their last upstream: connections there fail as the
+    /// process is gone).
     pub fn refresh(&self) {
         for link in self.hub.links() {
+            if let Some(rest) = link.name().strip_prefix("reverted/") {
+                let Some((hostname, port)) = rest.rsplit_once(':') else { continue };
+                let Ok(port) = port.parse::<u16>() else { continue };
+                if let Some(upstream) = self.host_upstream(hostname, port)
+                    && upstream != link.upstream()
+                {
+                    link.set_upstream(upstream);
+                }
+                continue;
+            }
             let Some(rest) = link.name().strip_prefix(LINK_PREFIX) else { continue };
             let Some((namespace, service_port)) = rest.split_once('/') else { continue };
             let Some((service, port)) = service_port.rsplit_once(':') else { continue };
@@ -154,23 +207,97 @@ impl LabResolver {
 impl Resolver for LabResolver {
     fn resolve(&self, namespace: &str, service: &str, port: u16) -> Option<ServiceAddress> {
         let upstream = self.upstream(namespace, service, port)?;
-        let name = link_name(namespace, service, port);
-        let link = match self.hub.get(&name) {
-            Some(link) => {
-                if link.upstream() != upstream {
-                    link.set_upstream(upstream);
-                }
-                link
-            }
-            None => match self.hub.link(name.clone(), upstream) {
-                Ok(link) => link,
-                // Another caller made it in between.
-                Err(_) => self.hub.get(&name).or_else(|| {
-                    warn!(link = %name, "cannot create the proxy link of a service");
-                    None
-                })?,
-            },
-        };
+        let link = self.link_to(link_name(namespace, service, port), upstream)?;
         Some(ServiceAddress { host: Ipv4Addr::LOCALHOST.to_string(), port: link.addr().port() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RunningPod;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+
+    fn service(name: &str, site: &str) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {
+                "selector": {"site": site},
+                "ports": [{"port": 3306, "targetPort": ports::MYSQL_NAME}],
+            },
+        }))
+        .expect("a valid Service")
+    }
+
+    fn pod(name: &str, site: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop", "labels": {"site": site}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .expect("a valid Pod")
+    }
+
+    fn record(target: &str) -> DynamicObject {
+        let mut object = DynamicObject::new("orders", &crate::dns::api_resource()).within("shop");
+        object.data = serde_json::json!({"spec": {"endpoints": [{
+            "dnsName": "orders.db.example.internal", "recordType": "CNAME", "targets": [target],
+        }]}});
+        object
+    }
+
+    fn running(pod: &str, port: u16) -> RunningPod {
+        RunningPod {
+            pod: pod.to_owned(),
+            pid: Some(1),
+            mysql_addr: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+            ready: true,
+            restart_count: 0,
+            data_dir: None,
+            sidecar_pid: None,
+            sidecar_addr: None,
+            sidecar_restarts: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_dns_link_follows_a_dnsendpoint_edit_to_another_sites_service() {
+        let mut services = Writer::<Service>::default();
+        let mut pods = Writer::<Pod>::default();
+        let mut dns = Writer::<DynamicObject>::new(crate::dns::api_resource());
+        for (svc, site, pod_name) in
+            [("mysql-orders-iad", "iad", "iad-0"), ("mysql-orders-pdx", "pdx", "pdx-0")]
+        {
+            services.apply_watcher_event(&Event::Apply(service(svc, site)));
+            pods.apply_watcher_event(&Event::Apply(pod(pod_name, site)));
+        }
+        let shared = Arc::new(Shared::default());
+        shared.set_pod(("shop".into(), "iad".into()), running("iad-0", 40001));
+        shared.set_pod(("shop".into(), "pdx".into()), running("pdx-0", 40002));
+        let hub = Arc::new(ProxyHub::current().expect("inside a tokio runtime"));
+        let resolver = LabResolver {
+            services: services.as_reader(),
+            pods: pods.as_reader(),
+            shared,
+            hub: hub.clone(),
+            dns: dns.as_reader(),
+        };
+        let hostname = "orders.db.example.internal";
+        assert!(resolver.resolve_host(hostname, 3306).is_none(), "no record yet");
+
+        dns.apply_watcher_event(&Event::Apply(record("mysql-orders-iad.shop.svc.cluster.local")));
+        let address = resolver.resolve_host(hostname, 3306).expect("the CNAME resolves");
+        let link = hub.get(&dns_link_name(hostname, 3306)).expect("the dns link exists");
+        assert_eq!(link.addr().port(), address.port);
+        assert_eq!(link.upstream().port(), 40001);
+
+        dns.apply_watcher_event(&Event::Apply(record("mysql-orders-pdx.shop.svc.cluster.local")));
+        resolver.refresh();
+        assert_eq!(link.upstream().port(), 40002, "the link follows the record to pdx");
+        assert_eq!(resolver.resolve_host(hostname, 3306).map(|a| a.port), Some(address.port));
+
+        dns.apply_watcher_event(&Event::Apply(record("db.example.com")));
+        assert!(resolver.resolve_host(hostname, 3306).is_none(), "a foreign target");
+        hub.shutdown();
     }
 }

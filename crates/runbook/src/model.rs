@@ -30,19 +30,9 @@ pub struct RunbookFile {
     pub steps: Vec<StepFile>,
 }
 
-/// How urgent a runbook's situation is (ranked highest first).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub enum Severity {
-    /// Worth a look.
-    Info,
-    /// Degraded: act today.
-    Warning,
-    /// Automation or writes are stopped, or data is at risk: act now.
-    Critical,
-}
+/// How urgent a runbook's situation is (ranked highest first): the verdict's scale, so a
+/// finding and the runbook that answers it compare directly.
+pub use bloodraven_facts::verdict::Severity;
 
 /// The data-loss statement.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]

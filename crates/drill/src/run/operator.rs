@@ -20,13 +20,14 @@ pub(crate) fn api_version(kind: &str) -> Result<(&'static str, &'static str), St
             ("shipstream.io", "v1alpha1")
         }
         "Lease" => ("coordination.k8s.io", "v1"),
+        "DNSEndpoint" => ("externaldns.k8s.io", "v1alpha1"),
         "Deployment" => ("apps", "v1"),
         "Service" | "Pod" | "ConfigMap" | "Secret" | "PersistentVolumeClaim" => ("", "v1"),
         other => {
             return Err(StepError::Failed(format!(
                 "kind {other:?} is not known to the drill runner; known: MysqlFailoverGroup, \
-                 MysqlBackup, MysqlBackupVerification, Lease, Deployment, Service, Pod, \
-                 ConfigMap, Secret, PersistentVolumeClaim"
+                 MysqlBackup, MysqlBackupVerification, Lease, DNSEndpoint, Deployment, Service, \
+                 Pod, ConfigMap, Secret, PersistentVolumeClaim"
             )));
         }
     })
@@ -108,7 +109,24 @@ pub(super) async fn play(
         Step::KillOperator(o) => Ok(live_mut(world)?.kill_operator(o.name())?),
         Step::StartWorkload(w) => {
             let name = w.name.clone().unwrap_or_else(|| crate::DEFAULT_WORKLOAD.to_owned());
-            let mut config = WorkloadConfig::new(world.live()?.primary_addr()?);
+            let (addr, link) = if w.via == Some(crate::model::WorkloadVia::Dns) {
+                // The kubelet sees the operator's DNSEndpoint a watch event after it is
+                // written: give it a moment.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                let link = loop {
+                    match world.live()?.dns_link() {
+                        Ok(link) => break link,
+                        Err(error) if std::time::Instant::now() >= deadline => {
+                            return Err(StepError::Failed(format!("waited 30s: {error}")));
+                        }
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+                    }
+                };
+                (link.addr(), format!("app:dns ({})", world.live()?.dns_hostname()?))
+            } else {
+                (world.live()?.primary_addr()?, "app:primary".to_owned())
+            };
+            let mut config = WorkloadConfig::new(addr);
             if let Some(rate) = w.rate {
                 config.rate_per_sec = rate;
             }
@@ -117,7 +135,7 @@ pub(super) async fn play(
             }
             config.writer = name.clone();
             let detail = format!(
-                "workload {name:?}: {} writes/s from key {} through app:primary",
+                "workload {name:?}: {} writes/s from key {} through {link}",
                 config.rate_per_sec, config.first_key
             );
             world.workload = Some((name, Workload::start(config)));

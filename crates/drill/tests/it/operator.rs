@@ -95,6 +95,11 @@ async fn operator_primary_sigkill_promotes_the_freshest_candidate_and_lists_lost
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_dns_follows_failover_and_the_workload_resumes_on_pdx() {
+    play("operator-dns-follows-failover.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_primary_frozen_is_unreachable_replaced_and_fenced_when_it_thaws() {
     play("operator-primary-frozen.yaml").await;
 }

@@ -21,8 +21,22 @@ pub use planned::{InFlight, acknowledge_command, in_flight};
 pub use restore::{Choice, RECLONE_STALL_AFTER, held_queue_choices};
 pub use sites::{LEASE_SILENT_AFTER, MIN_STALE_AFTER, facts_from_status, stale_after};
 
-/// How bad a finding is. Ordered: `Info < Warning < Critical`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// How bad a finding is. Ordered: `Info < Warning < Critical`. The same scale ranks runbooks
+/// (`bloodraven-runbook` re-exports it; files spell it `info`, `warning`, `critical`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
 pub enum Severity {
     /// Expected and in progress (a draining queue, a run on schedule); no action needed now.
     Info,
