@@ -18,7 +18,6 @@ pub mod summary;
 pub mod tui;
 pub mod verdict;
 
-
 use anyhow::Context as _;
 
 use crate::cli::{Cli, Command, GlobalOptions};

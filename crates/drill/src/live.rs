@@ -479,9 +479,14 @@ impl LiveLab {
     /// upstream follows the operator's DNSEndpoint (the lab kubelet's resolver).
     pub fn dns_link(&self) -> Result<Link, LiveError> {
         let hostname = self.dns_hostname()?;
-        // Resolving creates the link.
+        let name = dns_link_name(&hostname, ports::MYSQL);
+        // Resolving creates the link; an existing one is left to the kubelet to re-point (so
+        // a drill step that names it never moves it itself).
+        if let Some(link) = self.hub.get(&name) {
+            return Ok(link);
+        }
         let _ = self.resolver()?.resolve_host(&hostname, ports::MYSQL);
-        self.hub.get(&dns_link_name(&hostname, ports::MYSQL)).ok_or_else(|| {
+        self.hub.get(&name).ok_or_else(|| {
             LiveError::Other(format!(
                 "{hostname} does not resolve yet: no DNSEndpoint CNAME of a Service with an endpoint"
             ))

@@ -181,7 +181,7 @@ impl LabResolver {
     /// process is gone).
     pub fn refresh(&self) {
         for link in self.hub.links() {
-            if let Some(rest) = link.name().strip_prefix("reverted/") {
+            if let Some(rest) = link.name().strip_prefix(DNS_LINK_PREFIX) {
                 let Some((hostname, port)) = rest.rsplit_once(':') else { continue };
                 let Ok(port) = port.parse::<u16>() else { continue };
                 if let Some(upstream) = self.host_upstream(hostname, port)
