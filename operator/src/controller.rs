@@ -301,3 +301,36 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
         })
         .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(generation: Option<i64>, status: &str) -> DynamicObject {
+        let resource = ApiResource::erase::<MysqlFailoverGroup>(&());
+        let mut object = DynamicObject::new("orders", &resource).within("orders");
+        object.metadata.uid = Some("u-1".to_owned());
+        object.metadata.generation = generation;
+        object.data = serde_json::json!({
+            "spec": { "sites": [] },
+            "status": { "activeSite": status },
+        });
+        object
+    }
+
+    #[test]
+    fn a_status_write_does_not_trigger_a_reconcile_and_a_spec_or_label_change_does() {
+        let base = workload_inputs(&group(Some(1), "iad"));
+        assert_eq!(workload_inputs(&group(Some(1), "pdx")), base);
+        assert_ne!(workload_inputs(&group(Some(2), "iad")), base);
+        let mut labelled = group(Some(1), "iad");
+        labelled.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+        assert_ne!(workload_inputs(&labelled), base);
+        // Without a generation the spec itself counts, the status still does not.
+        let untracked = workload_inputs(&group(None, "iad"));
+        assert_eq!(workload_inputs(&group(None, "pdx")), untracked);
+        let mut changed = group(None, "iad");
+        changed.data["spec"]["sites"] = serde_json::json!([{ "name": "iad" }]);
+        assert_ne!(workload_inputs(&changed), untracked);
+    }
+}
