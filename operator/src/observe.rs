@@ -199,6 +199,7 @@ pub async fn observe_group(
     targets: Vec<(String, Option<Pool>)>,
     bounds: Bounds,
 ) -> GroupObservation {
+    let pools: Vec<Option<Pool>> = targets.iter().map(|(_, pool)| pool.clone()).collect();
     let reads = targets.into_iter().map(|(site, pool)| async move {
         match pool {
             Some(pool) => observe_site(&pool, &site, bounds).await,
@@ -209,5 +210,27 @@ pub async fn observe_group(
             },
         }
     });
-    GroupObservation { sites: futures::future::join_all(reads).await }
+    let mut sites = futures::future::join_all(reads).await;
+    // The sites are read concurrently, so a follower's executed set can be read after the
+    // writable primary's and hold a transaction the primary committed in between: the
+    // containment check would call that follower diverged. Reading every writable site's
+    // set again, after all the others, makes the comparison sound (a writer's set only
+    // grows); a failed re-read keeps the first.
+    let rereads = sites.iter_mut().zip(pools).filter_map(|(site, pool)| {
+        let reading = site.reading.as_mut().ok().filter(|reading| !reading.read_only)?;
+        let pool = pool?;
+        Some(async move {
+            let again = async {
+                let mut conn = connect(&pool, bounds).await?;
+                let rows = rows(&mut conn, sql::READ_GTID_EXECUTED, bounds).await?;
+                let row = rows.into_iter().next().ok_or(Unreachable::Error)?;
+                parse_gtid(&row.get::<String, usize>(0).unwrap_or_default())
+            };
+            if let Ok(gtid) = again.await {
+                reading.gtid_executed = gtid;
+            }
+        })
+    });
+    futures::future::join_all(rereads).await;
+    GroupObservation { sites }
 }
