@@ -12,7 +12,8 @@
 # every executable scripts/bench/*.bench.sh (process-level benchmarks: `bloodraven` vs kubectl
 # as new processes, the TUI's RSS, binary sizes; they use the release `bloodraven`, built
 # here, and the `dist` one). Any unit may also print `BENCH <id> <value> <unit> [goal=...]`
-# lines. Results: target/bench/results/<unit>.tsv, logs: target/bench/logs/<unit>.log;
+# lines. Results: scripts/bench/results/<unit>.tsv (tracked, so a run of some units on a fresh
+# clone keeps the others' rows), logs: target/bench/logs/<unit>.log;
 # BENCHMARKS.md is generated from all results (scripts/bench/bench.py, goals in
 # scripts/bench/goals.tsv). A failing unit is listed in BENCHMARKS.md and makes the script
 # exit non-zero after the others ran; a unit that reports nothing (a placeholder) is listed.
@@ -61,7 +62,8 @@ criterion_args=()
 if [ -n "$quick" ]; then export BLOODRAVEN_BENCH_QUICK=1; criterion_args+=(--quick); fi
 
 out="$root/target/bench"
-mkdir -p "$out/results" "$out/logs" "$BLOODRAVEN_BENCH_DIR"
+results="$root/scripts/bench/results"
+mkdir -p "$results" "$out/logs" "$BLOODRAVEN_BENCH_DIR"
 load_start=$(cut -d' ' -f1 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 
@@ -77,7 +79,7 @@ failed=0
 for unit in "${selected[@]}"; do
   file=$(printf '%s' "${unit%:*}" | tr ':/' '--'); [ "${unit%%:*}" = script ] && file=${unit/:/-}
   log "$unit"
-  rm -f "$out/results/$file.tsv" "$out/results/$file.failed" "$out/results/$file.empty"
+  rm -f "$results/$file.tsv" "$results/$file.failed" "$results/$file.empty"
   marker="$out/.marker-$file"; touch "$marker"; sleep 1 # criterion files must be strictly newer
   status=0
   case "$unit" in
@@ -93,12 +95,12 @@ for unit in "${selected[@]}"; do
       "scripts/bench/${unit#script:}.bench.sh" >"$out/logs/$file.log" 2>&1 || status=$?
       area=${unit#script:} ;;
   esac
-  CRITERION_HOME="$out/criterion/$file" python3 scripts/bench/bench.py collect "$unit" "$area" "$out/logs/$file.log" "$marker" "$out/results/$file.tsv" \
-    || { log "$unit reported no result"; touch "$out/results/$file.empty"; }
+  CRITERION_HOME="$out/criterion/$file" python3 scripts/bench/bench.py collect "$unit" "$area" "$out/logs/$file.log" "$marker" "$results/$file.tsv" \
+    || { log "$unit reported no result"; touch "$results/$file.empty"; }
   rm -f "$marker"
   if [ "$status" -ne 0 ]; then
     failed=1
-    touch "$out/results/$file.failed"
+    touch "$results/$file.failed"
     log "$unit failed (exit $status); the end of target/bench/logs/$file.log:"
     tail -15 "$out/logs/$file.log" >&2
   fi
@@ -117,6 +119,6 @@ json.dump({
     "rustc": rustc,
 }, open(sys.argv[1], "w"))
 PY
-python3 scripts/bench/bench.py report "$out/results" scripts/bench/goals.tsv "$out/machine.json" >BENCHMARKS.md
+python3 scripts/bench/bench.py report "$results" scripts/bench/goals.tsv "$out/machine.json" >BENCHMARKS.md
 log "wrote BENCHMARKS.md"
 exit "$failed"

@@ -76,6 +76,29 @@ fn frames(c: &mut Criterion) {
         b.iter(|| terminal.draw(|frame| render(&fleet, frame)).map(|_| ()))
     });
 
+    // The fleet list at 10,000 groups (goal <= 5 ms), and what holding them costs: the
+    // resident set of this process after the state is built (goal <= 150 MiB; the bench
+    // harness's own memory included).
+    let large = state_with(groups(scenarios::fleet(10_000)));
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap_or_else(|e| panic!("{e}"));
+    c.bench_function("frame/fleet-10000 list 120x36", |b| {
+        b.iter(|| terminal.draw(|frame| render(&large, frame)).map(|_| ()))
+    });
+    if let Some(kib) = std::fs::read_to_string("/proc/self/status").ok().and_then(|status| {
+        status.lines().find_map(|line| {
+            line.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<f64>().ok()
+        })
+    }) {
+        #[allow(clippy::print_stdout, reason = "the benchmark reports its memory")]
+        {
+            println!(
+                "BENCH console/fleet-10000/rss-peak-in-process {:.1} MiB source=VmHWM groups=10000",
+                kib / 1024.0
+            );
+        }
+    }
+    drop(large);
+
     // The verdicts of 1,000 groups (goal <= 5 ms), as the fleet title computes them.
     let fleet_groups = groups(scenarios::fleet(scenarios::FLEET_SIZE));
     c.bench_function("verdict/fleet-1000", |b| {

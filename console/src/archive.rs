@@ -518,13 +518,50 @@ pub async fn secret_credentials(
     })
 }
 
+/// A read-only store holding an archive, and the archive's root in it.
+pub enum ArchiveStore {
+    Fs(ReadOnlyStore<FsStore>, ArchiveRoot),
+    S3(ReadOnlyStore<S3Store>, ArchiveRoot),
+}
+
+/// Connects to the store of `location` (list and get only).
+pub async fn open_store(
+    access: &ArchiveAccess,
+    location: &ArchiveLocation,
+) -> Result<ArchiveStore, String> {
+    if let ArchiveLocation::S3 { namespace, bucket, prefix, endpoint, region, credentials_secret } =
+        location
+    {
+        let credentials = match (&access.secret_client, credentials_secret) {
+            (Some(client), Some(name)) => secret_credentials(client, namespace, name).await?,
+            (Some(_), None) => {
+                return Err(format!("{location}: the profile names no credentialsSecretName"));
+            }
+            (None, _) => S3Credentials::Environment,
+        };
+        let root = ArchiveRoot::under_profile(prefix).map_err(|error| error.to_string())?;
+        let mut config = S3Config::new(bucket.clone(), "", credentials);
+        config.endpoint.clone_from(endpoint);
+        config.region.clone_from(region);
+        let store = S3Store::connect(config).await.map_err(|error| error.to_string())?;
+        return Ok(ArchiveStore::S3(ReadOnlyStore::new(store), root));
+    }
+    let Some(archive_root) = &access.archive_root else {
+        return Err(format!(
+            "{location}: no archive root: start the console with --archive-root DIR"
+        ));
+    };
+    let (directory, root) = pvc_store(archive_root, location)?;
+    let store = FsStore::new(&directory).map_err(|error| error.to_string())?;
+    Ok(ArchiveStore::Fs(ReadOnlyStore::new(store), root))
+}
+
 async fn open_summary<S: ObjectStore>(
-    store: S,
+    store: &S,
     root: &ArchiveRoot,
     request: &ArchiveRequest,
 ) -> ArchiveOutcome {
-    let store = ReadOnlyStore::new(store);
-    match bloodraven_store::open_archive(&store, root, ReaderOptions::new(ReaderKey::None)).await {
+    match bloodraven_store::open_archive(store, root, ReaderOptions::new(ReaderKey::None)).await {
         Ok(archive) => ArchiveOutcome::Covered(Box::new(summarize(
             &request.location.to_string(),
             &archive,
@@ -541,49 +578,14 @@ async fn open_summary<S: ObjectStore>(
 
 /// Opens the archive of `request` (list and get only) and summarizes it.
 pub async fn load(access: &ArchiveAccess, request: &ArchiveRequest) -> ArchiveOutcome {
-    if let ArchiveLocation::S3 { namespace, bucket, prefix, endpoint, region, credentials_secret } =
-        &request.location
-    {
-        let credentials = match (&access.secret_client, credentials_secret) {
-            (Some(client), Some(name)) => match secret_credentials(client, namespace, name).await {
-                Ok(credentials) => credentials,
-                Err(error) => return ArchiveOutcome::Failed(error),
-            },
-            (Some(_), None) => {
-                return ArchiveOutcome::Failed(format!(
-                    "{}: the profile names no credentialsSecretName",
-                    request.location
-                ));
-            }
-            (None, _) => S3Credentials::Environment,
-        };
-        let root = match ArchiveRoot::under_profile(prefix) {
-            Ok(root) => root,
-            Err(error) => return ArchiveOutcome::Failed(error.to_string()),
-        };
-        let mut config = S3Config::new(bucket.clone(), "", credentials);
-        config.endpoint.clone_from(endpoint);
-        config.region.clone_from(region);
-        return match S3Store::connect(config).await {
-            Ok(store) => open_summary(store, &root, request).await,
-            Err(error) => ArchiveOutcome::Failed(error.to_string()),
-        };
-    }
-    let Some(archive_root) = &access.archive_root else {
-        return ArchiveOutcome::Failed(format!(
-            "{}: no archive root: start the console with --archive-root DIR",
-            request.location
-        ));
-    };
-    let (directory, root) = match pvc_store(archive_root, &request.location) {
-        Ok(found) => found,
-        Err(error) => return ArchiveOutcome::Failed(error),
-    };
-    match FsStore::new(&directory) {
-        Ok(store) => open_summary(store, &root, request).await,
-        Err(error) => ArchiveOutcome::Failed(error.to_string()),
+    match open_store(access, &request.location).await {
+        Ok(ArchiveStore::Fs(store, root)) => open_summary(&store, &root, request).await,
+        Ok(ArchiveStore::S3(store, root)) => open_summary(&store, &root, request).await,
+        Err(error) => ArchiveOutcome::Failed(error),
     }
 }
+
+pub mod plan;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -59,6 +59,120 @@ pub enum Command {
     /// Start an in-memory lab API server with a scenario and open the console on it.
     #[cfg(feature = "lab")]
     Lab(LabArgs),
+    /// Triage: every finding of every group with its severity and the runbook to open.
+    Doctor(DoctorArgs),
+    /// Runbooks as data: list them, show one, or walk one over a group (read-only).
+    Runbook(RunbookArgs),
+    /// Request a planned failover of a group to a site (the planned-failover annotation).
+    Promote(crate::ops::verbs::PromoteArgs),
+    /// Acknowledge a group's automation hold (after resolving the split brain by hand).
+    AckPlannedFailoverHold(crate::ops::verbs::AckArgs),
+    /// Decide a Held reclone queue: drain (keep the primary's data) or release.
+    RecloneQueue(crate::ops::verbs::RecloneQueueArgs),
+    /// Create an on-demand MysqlBackup (optionally from one site).
+    Backup(crate::ops::verbs::BackupArgs),
+    /// Create a MysqlBackupVerification of a backup.
+    VerifyBackup(crate::ops::verbs::VerifyBackupArgs),
+    /// Point-in-time recovery: plan a restore from a group's archive as the restore would.
+    #[command(subcommand)]
+    Pitr(PitrCommand),
+    /// Print shell completions for this command line.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) of this command line.
+    Man,
+}
+
+/// `pitr` verbs.
+#[derive(Debug, Subcommand)]
+pub enum PitrCommand {
+    /// Plan a restore of a backup to a target time (or the latest state): print the plan or
+    /// the refusal exactly as the restore would (read-only).
+    Plan(PitrPlanArgs),
+}
+
+/// `pitr plan` arguments.
+#[derive(Debug, Args)]
+pub struct PitrPlanArgs {
+    /// The group whose archive is replayed.
+    pub group: String,
+    /// The MysqlBackup the restore loads.
+    #[arg(long)]
+    pub backup: String,
+    /// The target: RFC 3339, whole seconds (`2026-04-20T13:04:00Z`).
+    #[arg(long, required_unless_present = "latest", conflicts_with = "latest")]
+    pub target: Option<String>,
+    /// Replay to the newest archived state instead of a target.
+    #[arg(long)]
+    pub latest: bool,
+    /// excludeGtids: a GTID set the replay skips.
+    #[arg(long, value_name = "SET", default_value = "")]
+    pub exclude_gtids: String,
+    /// Output format: text, or coverage.json (version 2).
+    #[arg(short = 'o', long, value_enum, default_value_t = PitrFormat::Text)]
+    pub output: PitrFormat,
+}
+
+/// `pitr plan -o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PitrFormat {
+    Text,
+    Json,
+}
+
+/// `completions` arguments.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `doctor` arguments.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The group to diagnose; without it, every group in scope.
+    pub group: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = DoctorFormat::Table)]
+    pub output: DoctorFormat,
+    /// Exit 2 when a group has a finding at or above this severity (info, warning, critical).
+    #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
+    pub fail_on: Option<bloodraven_facts::verdict::Severity>,
+}
+
+/// `doctor -o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// `runbook` arguments.
+#[derive(Debug, Args)]
+pub struct RunbookArgs {
+    #[command(subcommand)]
+    pub command: RunbookCommand,
+}
+
+/// `runbook` verbs.
+#[derive(Debug, Subcommand)]
+pub enum RunbookCommand {
+    /// Every shipped runbook: id, severity, title.
+    List,
+    /// One runbook's steps: what each explains, checks, offers and waits for.
+    Show {
+        /// The runbook's id (`runbook list`).
+        id: String,
+    },
+    /// Walk a runbook over a group read-only: each check with the values it read; a step with
+    /// an action prints the guided operation it would propose.
+    Run {
+        /// The runbook's id (`runbook list`).
+        id: String,
+        /// The group.
+        group: String,
+    },
 }
 
 /// `status` arguments.

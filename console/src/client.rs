@@ -142,6 +142,158 @@ where
     }
 }
 
+/// The writes the console may send in write mode, and nothing else: what the spec tells a
+/// human to write (`ops::WriteOp`). Each is a (method, path shape) pair; `{ns}` and `{name}`
+/// are one path segment each.
+pub const WRITE_ALLOW_LIST: [(&str, &str); 5] = [
+    // The one-shot annotations: planned-failover, acknowledge-planned-failover-hold, reclone-site.
+    ("PATCH", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlfailovergroups/{name}"),
+    // status.restoreReclones.phase: Draining, or its removal.
+    ("PATCH", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlfailovergroups/{name}/status"),
+    // An on-demand MysqlBackup (with or without spec.sourceSite).
+    ("POST", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlbackups"),
+    // A MysqlBackupVerification.
+    ("POST", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlbackupverifications"),
+    // The ConsoleOperation Event on the object (sent only when RBAC allows it).
+    ("POST", "/api/v1/namespaces/{ns}/events"),
+];
+
+/// Whether `method path` matches an entry of [`WRITE_ALLOW_LIST`].
+pub fn write_allowed(method: &Method, path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').collect();
+    WRITE_ALLOW_LIST.iter().any(|(allowed_method, shape)| {
+        let shape: Vec<&str> = shape.split('/').collect();
+        method.as_str() == *allowed_method
+            && shape.len() == segments.len()
+            && shape.iter().zip(&segments).all(|(want, got)| match *want {
+                "{ns}" | "{name}" => is_dns_name(got),
+                literal => literal == *got,
+            })
+    })
+}
+
+/// A namespace or object name: lowercase letters, digits, `-` and `.`, not empty.
+fn is_dns_name(segment: &str) -> bool {
+    !segment.is_empty()
+        && segment.len() <= 253
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+}
+
+/// Whether the session may write: off by default, turned on by `--write` or the TUI's
+/// switch (after a confirmation), never for a context pinned read-only. Shared by the client
+/// layer and the UI, so the header always shows what the client does.
+#[derive(Clone, Debug, Default)]
+pub struct WriteSwitch(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl WriteSwitch {
+    /// A switch that starts read-only.
+    pub fn read_only() -> WriteSwitch {
+        WriteSwitch::default()
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn set(&self, on: bool) {
+        self.0.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A request the write-mode layer refused: not on [`WRITE_ALLOW_LIST`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the console may not send this write: refused {method} {path} (not on its allow-list)")]
+pub struct NotAllowListed {
+    pub method: String,
+    pub path: String,
+}
+
+/// The layer of a console that may write: [`allowed`] always, [`write_allowed`] only while
+/// the [`WriteSwitch`] is on; everything else fails in process.
+#[derive(Clone, Debug)]
+pub struct GuardedLayer {
+    pub switch: WriteSwitch,
+}
+
+impl<S> tower::Layer<S> for GuardedLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Guarded { inner, switch: self.switch.clone() }
+    }
+}
+
+/// The service [`GuardedLayer`] makes.
+#[derive(Clone, Debug)]
+pub struct Guarded<S> {
+    inner: S,
+    switch: WriteSwitch,
+}
+
+impl<S, B> tower::Service<Request<B>> for Guarded<S>
+where
+    S: tower::Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let (method, path) = (request.method(), request.uri().path());
+        if !allowed(method, path) {
+            let write_mode = self.switch.is_on();
+            let error: BoxError = if write_mode && write_allowed(method, path) {
+                let future = self.inner.call(request);
+                return Box::pin(async move { future.await.map_err(Into::into) });
+            } else if write_mode {
+                tracing::error!(%method, path, "request refused: not on the console's write allow-list");
+                Box::new(NotAllowListed { method: method.to_string(), path: path.to_owned() })
+            } else {
+                let refused = WriteRefused { method: method.to_string(), path: path.to_owned() };
+                tracing::error!(method = %refused.method, path = %refused.path, "request refused: the console is read-only");
+                let _ = refusals_sender().send(refused.clone());
+                Box::new(refused)
+            };
+            return Box::pin(async move { Err(error) });
+        }
+        let future = self.inner.call(request);
+        Box::pin(async move { future.await.map_err(Into::into) })
+    }
+}
+
+/// A client from `kubeconfig` and `context` that writes only the [`WRITE_ALLOW_LIST`], and
+/// only while `switch` is on.
+pub async fn connect_guarded(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    switch: WriteSwitch,
+) -> Result<(Client, Connection), Error> {
+    let kubeconfig = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path)?,
+        None => Kubeconfig::read()?,
+    };
+    let context_name = context
+        .map(str::to_owned)
+        .or_else(|| kubeconfig.current_context.clone())
+        .unwrap_or_else(|| "-".to_owned());
+    let options =
+        KubeConfigOptions { context: context.map(str::to_owned), ..KubeConfigOptions::default() };
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+    let server = config.cluster_url.to_string();
+    let default_namespace = config.default_namespace.clone();
+    let builder = kube::client::ClientBuilder::try_from(config)?;
+    let client = builder.with_layer(&GuardedLayer { switch }).build();
+    Ok((client, Connection { context: context_name, default_namespace, server }))
+}
+
 /// What the client was built from, for the header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Connection {
@@ -251,6 +403,96 @@ mod tests {
         for (method, path, expected) in cases {
             assert_eq!(allowed(&method, path), expected, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn the_write_allow_list_is_exactly_the_spec_writes() {
+        let cases = [
+            (
+                Method::PATCH,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders",
+                true,
+            ),
+            (
+                Method::PATCH,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders/status",
+                true,
+            ),
+            (Method::POST, "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackups", true),
+            (
+                Method::POST,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackupverifications",
+                true,
+            ),
+            (Method::POST, "/api/v1/namespaces/orders/events", true),
+            (
+                Method::PUT,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders",
+                false,
+            ),
+            (
+                Method::DELETE,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders",
+                false,
+            ),
+            (
+                Method::DELETE,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackups/b",
+                false,
+            ),
+            (
+                Method::POST,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups",
+                false,
+            ),
+            (Method::PATCH, "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackups/b", false),
+            (
+                Method::PATCH,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders/scale",
+                false,
+            ),
+            (Method::PATCH, "/apis/shipstream.io/v1alpha1/mysqlfailovergroups/orders", false),
+            (Method::PATCH, "/api/v1/namespaces/orders/secrets/s", false),
+            (Method::PATCH, "/apis/apps/v1/namespaces/orders/deployments/orders-iad", false),
+            (Method::POST, "/api/v1/namespaces/orders/pods/db-0/exec", false),
+            (Method::POST, "/apis/shipstream.io/v1alpha1/namespaces/ORDERS/mysqlbackups", false),
+            (Method::POST, "/apis/shipstream.io/v1alpha1/namespaces//mysqlbackups", false),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(write_allowed(&method, path), expected, "{method} {path}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_guarded_layer_writes_only_when_switched_on_and_only_the_allow_list() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let inner = tower::service_fn(move |request: Request<Body>| {
+            log.lock().unwrap().push(format!("{} {}", request.method(), request.uri().path()));
+            async move { Ok::<_, BoxError>(hyper::Response::new(Body::from(b"{}".to_vec()))) }
+        });
+        let switch = WriteSwitch::read_only();
+        let client = Client::new(
+            tower::Layer::layer(&GuardedLayer { switch: switch.clone() }, inner),
+            "default",
+        );
+        let patch = |path: &str| {
+            hyper::Request::patch(path)
+                .header("content-type", "application/json-patch+json")
+                .body(b"[]".to_vec())
+                .unwrap()
+        };
+        let group = "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders";
+        let error = client.request_text(patch(group)).await.unwrap_err();
+        assert!(error.to_string().contains("the console is read-only"), "{error}");
+        switch.set(true);
+        client.request_text(patch(group)).await.unwrap();
+        let error =
+            client.request_text(patch("/api/v1/namespaces/orders/configmaps/x")).await.unwrap_err();
+        assert!(error.to_string().contains("not on its allow-list"), "{error}");
+        switch.set(false);
+        assert!(client.request_text(patch(group)).await.is_err());
+        assert_eq!(*seen.lock().unwrap(), [format!("PATCH {group}")]);
     }
 
     #[tokio::test]

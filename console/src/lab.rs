@@ -220,6 +220,7 @@ fn align_group(objects: &mut [serde_json::Value], archive: &GroupArchive) {
         if let Some(newest) = archived.iter().filter_map(|row| row.last_event_time).max() {
             pitr["newestArchivedTime"] = rfc3339(newest).into();
         }
+        name_the_archived_fork(group, destination.as_str(), fixture);
     }
     let mut backups: Vec<&mut serde_json::Value> = objects
         .iter_mut()
@@ -250,6 +251,39 @@ fn align_group(objects: &mut [serde_json::Value], archive: &GroupArchive) {
         status.insert("gtidExecuted".into(), point.gtid_executed.to_string().into());
         status.insert("pitrArchiveID".into(), descriptor.archive_id.as_str().into());
     }
+}
+
+/// A divergent-history refusal in `status.restore.message` names the archive's real fork: the
+/// scenario's set, its site and its first and last commit times are replaced by the first fork
+/// the archive panel reads from the laid fixture, so the restore and archive panels show one
+/// divergent set from one source.
+fn name_the_archived_fork(group: &mut serde_json::Value, location: &str, fixture: &Fixture) {
+    const SCENARIO_SET: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562:96-100";
+    const SCENARIO_FIRST: &str = "2026-04-20T10:02:11Z";
+    const SCENARIO_LAST: &str = "2026-04-20T10:02:15Z";
+    let restore = &mut group["status"]["restore"];
+    if restore["reason"] != "PITRArchiveDivergentHistory" {
+        return;
+    }
+    let Some(descriptor) = fixture.descriptor.clone() else { return };
+    let archive = bloodraven_archive::OpenArchive {
+        descriptor,
+        manifests: fixture.manifests.clone(),
+        content_id_key: bloodraven_archive::ContentIdKey::Plain,
+    };
+    let summary = crate::archive::summarize(location, &archive, &[]);
+    let Some(fork) = summary.forks.first() else { return };
+    let Some(message) = restore["message"].as_str() else { return };
+    let mut message = message
+        .replace(SCENARIO_SET, &fork.gtids)
+        .replace("(sites iad,", &format!("(sites {},", fork.site));
+    if let Some(first) = fork.start {
+        message = message.replace(SCENARIO_FIRST, &rfc3339(first));
+    }
+    if let Some(last) = fork.end {
+        message = message.replace(SCENARIO_LAST, &rfc3339(last));
+    }
+    restore["message"] = message.into();
 }
 
 /// Lays a real archive (`bloodraven-archive`'s fixture, written through the store as a writer
@@ -425,6 +459,26 @@ mod tests {
         let before = &archives[0].fixture.backups["b-before-failover"];
         let backup = objects.iter().find(|object| object["kind"] == "MysqlBackup").unwrap();
         assert_eq!(backup["status"]["gtidExecuted"], before.gtid_executed.to_string());
+    }
+
+    /// The restore panel (status.restore.message) and the archive panel (the laid archive's
+    /// forks) show one divergent set: the archive's.
+    #[test]
+    fn the_divergent_restore_message_names_the_archived_fork() {
+        let (objects, archives) = aligned("pitr-divergent");
+        let fixture = &archives[0].fixture;
+        let archive = bloodraven_archive::OpenArchive {
+            descriptor: fixture.descriptor.clone().unwrap(),
+            manifests: fixture.manifests.clone(),
+            content_id_key: bloodraven_archive::ContentIdKey::Plain,
+        };
+        let summary = crate::archive::summarize(archives[0].destination.as_str(), &archive, &[]);
+        let fork = &summary.forks[0];
+        let group = objects.iter().find(|o| o["kind"] == "MysqlFailoverGroup").unwrap();
+        let message = group["status"]["restore"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!(": {} (sites {},", fork.gtids, fork.site)), "{message}");
+        assert!(!message.contains("3e11fa47-71ca-11e1-9e33-c80aa9429562:96-100"), "{message}");
+        assert!(message.contains(&rfc3339(fork.start.unwrap())), "{message}");
     }
 
     #[test]

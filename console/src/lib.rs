@@ -5,12 +5,16 @@ pub mod archive;
 pub mod cli;
 pub mod client;
 pub mod decode;
+pub mod doctor;
+pub mod journal;
 #[cfg(feature = "lab")]
 pub mod lab;
 #[cfg(feature = "lab")]
 pub mod live;
 pub mod logging;
+pub mod ops;
 pub mod report;
+pub mod runbook_cli;
 #[cfg(feature = "lab")]
 pub mod scenarios;
 pub mod status;
@@ -67,6 +71,103 @@ pub enum Exit {
 /// Runs the command line.
 pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
     match &cli.command {
+        Some(Command::Doctor(args)) => {
+            let (client, connection) =
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
+                    .await?;
+            let scope = match scope(&cli.global, &connection.default_namespace) {
+                Scope::All => status::Scope::All,
+                Scope::Namespace(namespace) => status::Scope::Namespace(namespace),
+            };
+            let mut stdout = std::io::stdout();
+            let mut stderr = std::io::stderr();
+            let outcome = match doctor::run(
+                client,
+                &scope,
+                args,
+                jiff::Timestamp::now(),
+                &mut stdout,
+                &mut stderr,
+            )
+            .await
+            {
+                Ok(outcome) => outcome,
+                Err(error) if status::is_broken_pipe(&error) => return Ok(Exit::Success),
+                Err(error) => return Err(error),
+            };
+            Ok(if outcome.fails(args.fail_on) { Exit::Findings } else { Exit::Success })
+        }
+        Some(Command::Runbook(args)) => {
+            let global = &cli.global;
+            let connect = async || -> anyhow::Result<(kube::Client, String)> {
+                let (client, connection) =
+                    client::connect(global.kubeconfig.as_deref(), global.context.as_deref())
+                        .await?;
+                let namespace = global.namespace.clone().unwrap_or(connection.default_namespace);
+                Ok((client, namespace))
+            };
+            let mut stdout = std::io::stdout();
+            match runbook_cli::run(&args.command, connect, jiff::Timestamp::now(), &mut stdout)
+                .await
+            {
+                Ok(()) => Ok(Exit::Success),
+                Err(error) if status::is_broken_pipe(&error) => Ok(Exit::Success),
+                Err(error) => Err(error),
+            }
+        }
+        Some(Command::Promote(args)) => {
+            write_verb(&cli, ops::verbs::Verb::Promote(args.clone())).await
+        }
+        Some(Command::AckPlannedFailoverHold(args)) => {
+            write_verb(&cli, ops::verbs::Verb::Ack(args.clone())).await
+        }
+        Some(Command::RecloneQueue(args)) => {
+            write_verb(&cli, ops::verbs::Verb::RecloneQueue(args.clone())).await
+        }
+        Some(Command::Backup(args)) => {
+            write_verb(&cli, ops::verbs::Verb::Backup(args.clone())).await
+        }
+        Some(Command::VerifyBackup(args)) => {
+            write_verb(&cli, ops::verbs::Verb::VerifyBackup(args.clone())).await
+        }
+        Some(Command::Pitr(cli::PitrCommand::Plan(args))) => {
+            let (client, connection) =
+                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
+                    .await?;
+            let access = archive::ArchiveAccess {
+                archive_root: cli.global.archive_root.clone(),
+                secret_client: cli.global.archive_credentials_from_secret.then(|| client.clone()),
+            };
+            let query = archive::plan::PlanQuery {
+                namespace: cli.global.namespace.clone().unwrap_or(connection.default_namespace),
+                group: args.group.clone(),
+                backup: args.backup.clone(),
+                target: if args.latest { None } else { args.target.clone() },
+                exclude_gtids: args.exclude_gtids.clone(),
+                json: args.output == cli::PitrFormat::Json,
+            };
+            let answer = archive::plan::plan(client, &access, &query).await?;
+            let mut stdout = std::io::stdout();
+            match archive::plan::print(&answer, query.json, &mut stdout) {
+                Ok(()) => {}
+                Err(error) if status::is_broken_pipe(&error) => return Ok(Exit::Success),
+                Err(error) => return Err(error),
+            }
+            // A refusal is the answer, not an error of the command: exit 2 as a finding.
+            Ok(if answer.result.is_ok() { Exit::Success } else { Exit::Findings })
+        }
+        Some(Command::Completions(args)) => {
+            let argv0 = std::env::args_os().next();
+            let mut command = cli::command_for(argv0.as_deref());
+            let name = command.get_bin_name().unwrap_or("bloodraven").to_owned();
+            clap_complete::generate(args.shell, &mut command, name, &mut std::io::stdout());
+            Ok(Exit::Success)
+        }
+        Some(Command::Man) => {
+            let man = clap_mangen::Man::new(cli::command_for(None));
+            man.render(&mut std::io::stdout()).context("writing the man page")?;
+            Ok(Exit::Success)
+        }
         Some(Command::Status(args)) => {
             let (client, connection) =
                 client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
@@ -161,6 +262,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
             console(client, options).await.map(|()| Exit::Success)
         }
     }
+}
+
+/// Runs one of the write verbs (`promote`, `ack-planned-failover-hold`, `reclone-queue`,
+/// `backup`, `verify-backup`).
+async fn write_verb(cli: &Cli, verb: ops::verbs::Verb) -> anyhow::Result<Exit> {
+    let at = ops::verbs::Where {
+        kubeconfig: cli.global.kubeconfig.clone(),
+        context: cli.global.context.clone(),
+        namespace: cli.global.namespace.clone(),
+        config: None,
+    };
+    ops::verbs::run(&verb, &at).await.map(|()| Exit::Success)
 }
 
 /// Opens the terminal UI, runs it and always restores the terminal (ratatui's panic hook

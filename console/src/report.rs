@@ -314,7 +314,7 @@ pub fn planned_failover_block(
             "Lag wait deadline",
             format!(
                 "{} ({}; maxLagWait {})",
-                deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                summary::at(deadline),
                 summary::countdown(now, deadline),
                 summary::short_duration(seconds)
             ),
@@ -336,7 +336,7 @@ pub fn planned_failover_block(
             "Drain deadline",
             format!(
                 "{} ({}; drainTimeout {}; {} connections left)",
-                deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                summary::at(deadline),
                 summary::countdown(now, deadline),
                 summary::short_duration(seconds),
                 drain.remaining_connections.map_or_else(|| NONE.to_owned(), |n| n.to_string())

@@ -157,9 +157,19 @@ fn fleet_group(index: usize) -> Value {
             "reason": "ForeignWritable", "sourceSite": "iad", "targetSite": "pdx",
             "ambiguousSites": ["iad", "pdx"], "holdTime": "2026-04-20T14:32:09Z",
         });
+        // The condition that goes with the hold (scenario coherence).
+        if let Some(conditions) = status["conditions"].as_array_mut() {
+            conditions.push(json!({
+                "type": "AutomaticFailoverHeld", "status": "True", "reason": "PlannedFailoverManualRecoveryRequired",
+                "message": "planned failover ended ManualRecoveryRequired (ForeignWritable)",
+                "lastTransitionTime": "2026-04-20T14:32:09Z",
+            }));
+        }
     }
     if index % 100 == 11 {
-        status["restoreReclones"] = json!({ "phase": "Draining", "pending": ["pdx", "fra"] });
+        // The peers of the active site, candidates first.
+        let pending: Vec<&str> = SITES.iter().copied().filter(|site| *site != active).collect();
+        status["restoreReclones"] = json!({ "phase": "Draining", "pending": pending });
     }
     json!({
         "apiVersion": "shipstream.io/v1alpha1",
@@ -178,3 +188,6 @@ fn fleet_group(index: usize) -> Value {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod coherence;

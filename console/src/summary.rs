@@ -61,7 +61,13 @@ pub fn countdown(now: Timestamp, deadline: Timestamp) -> String {
 
 /// A timestamp in RFC 3339 with whole seconds.
 pub fn timestamp(time: &Time) -> String {
-    time.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    at(time.0)
+}
+
+/// The one time format of every screen and of `status`: RFC 3339 in UTC with its zone
+/// (`2026-04-20T14:40:00Z`), as the verdict's facts write it.
+pub fn at(time: Timestamp) -> String {
+    bloodraven_facts::verdict::format_time(time)
 }
 
 /// Byte counts in binary units (`1.5GiB`).

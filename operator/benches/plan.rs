@@ -113,6 +113,7 @@ impl Fixture {
             deferral: None,
             excluded: &self.excluded,
             addresses: &self.addresses,
+            restore: &bloodraven_operator::restore::guards::NO_GUARDS,
             now: now(),
         }
     }

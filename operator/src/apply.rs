@@ -86,11 +86,11 @@ pub async fn fence(pool: &Pool, site: &str, bounds: Bounds) -> Result<(), ApplyE
 /// How long a promotion waits for the receiver to stop: not long, since the stopped applier
 /// already guarantees nothing more is applied; a receiver stuck on a frozen source stops in the
 /// server by `replica_net_timeout`.
-const PROMOTE_RECEIVER_BOUND: Duration = Duration::from_millis(500);
+pub(crate) const PROMOTE_RECEIVER_BOUND: Duration = Duration::from_millis(500);
 
 /// How a bounded stop of replication ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stopped {
+pub(crate) enum Stopped {
     /// Both threads stopped.
     Both,
     /// The applier stopped; the receiver's stop outlasted the bound (a frozen source) and goes
@@ -103,7 +103,7 @@ enum Stopped {
 /// holding the session: it is killed from a second connection (`KILL <id>` shuts its socket at
 /// once), and `conn` is replaced by a fresh one, so neither this step nor the next poll waits
 /// on it.
-async fn stop_replication(
+pub(crate) async fn stop_replication(
     pool: &Pool,
     conn: &mut Conn,
     site: &str,

@@ -86,6 +86,8 @@ impl Context {
                 metrics: Arc::default(),
                 published: Published::default(),
                 claims: crate::manager::ClaimSlots::default(),
+                pods: crate::pods::PodCache::default(),
+                pitr: crate::pitr_archive::PitrRegistry::default(),
             }),
             tasks: Mutex::default(),
         }
@@ -148,6 +150,13 @@ pub async fn reconcile(
         apply::<Service>(client, &namespace, &objects.services.client).await?;
         apply::<Deployment>(client, &namespace, &objects.deployment).await?;
     }
+    // PITR: what `/pitr-cutoff` checks callers against and the archive roll-up polls.
+    let pitr =
+        bloodraven_workloads::pitr::render(&group)?.map(|render| crate::pitr_archive::GroupPitr {
+            render,
+            sites: group.spec.sites.iter().map(|site| site.name.clone()).collect(),
+        });
+    context.shared.pitr.set_group(&key, pitr);
     context.ensure_manager(key);
     Ok(Action::requeue(Duration::from_secs(300)))
 }
@@ -290,7 +299,8 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
     let trigger = reflector(writer, watcher(groups, watcher::Config::default()))
         .applied_objects()
         .predicate_filter(workload_inputs, PredicateConfig::default());
-    Controller::for_stream_with(trigger, reader, resource)
+    let shared = context.shared.clone();
+    let controller = Controller::for_stream_with(trigger, reader, resource)
         .owns(deployments, watcher::Config::default())
         .run(reconcile_stored, error_policy_stored, context)
         .for_each(|result| async move {
@@ -298,8 +308,18 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
                 Ok((object, _)) => tracing::debug!(group = %object.name, "reconciled"),
                 Err(error) => tracing::debug!(%error, "reconcile error"),
             }
-        })
-        .await;
+        });
+    // The pod watch and the PITR archive roll-up run as long as the controller does.
+    let pitr = crate::pitr_archive::run(
+        shared.clone(),
+        namespace.map(str::to_owned),
+        crate::pitr_archive::POLL_INTERVAL,
+    );
+    tokio::select! {
+        () = controller => {}
+        () = shared.pods.run(shared.client.clone(), namespace) => {}
+        () = pitr => {}
+    }
 }
 
 #[cfg(test)]

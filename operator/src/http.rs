@@ -1,5 +1,7 @@
 //! The operator's HTTP server for sidecars and tools (upstream's port 8082): `/healthz`,
-//! `/readyz`, `/metrics`, `/status` and `/active-site?namespace=&group=`.
+//! `/readyz`, `/metrics`, `/status`, `/active-site?namespace=&group=` and
+//! `/pitr-cutoff?namespace=&group=&archive=&coverage=gtid-v1` (the archivers' retention proof,
+//! [`crate::pitr_cutoff`]).
 //!
 //! `/active-site` answers what this operator process last observed: the active site, the time
 //! of the observation behind it and a topology generation that grows whenever the active site
@@ -19,6 +21,8 @@ use axum::{Json, Router};
 
 use crate::manager::{GroupKey, Published};
 use crate::metrics::Metrics;
+use crate::pitr_archive::PitrRegistry;
+use crate::pitr_cutoff::{self, Backups, CutoffAnswer, CutoffQuery};
 
 /// What the handlers read.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +33,8 @@ pub struct HttpState {
     pub ready: Arc<AtomicBool>,
     /// The Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// The groups' PITR renders and backups (`/pitr-cutoff`).
+    pub pitr: PitrRegistry,
 }
 
 /// `/active-site`'s query.
@@ -92,6 +98,21 @@ async fn active_site(
     }
 }
 
+async fn pitr_cutoff(State(state): State<HttpState>, Query(query): Query<CutoffQuery>) -> Response {
+    let key = GroupKey {
+        namespace: query.namespace.clone().unwrap_or_default(),
+        name: query.group.clone().unwrap_or_default(),
+    };
+    let entry = state.pitr.group(&key);
+    let backups = state.pitr.backups(&key);
+    let backups = backups.as_deref().map_or(Backups::Unknown, Backups::Known);
+    match pitr_cutoff::answer(&query, entry.as_ref().map(|entry| &entry.render), backups) {
+        CutoffAnswer::BadRequest(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+        CutoffAnswer::NotFound(why) => (StatusCode::NOT_FOUND, why).into_response(),
+        CutoffAnswer::Body(body) => Json(body).into_response(),
+    }
+}
+
 /// The routes.
 pub fn router(state: HttpState) -> Router {
     Router::new()
@@ -99,6 +120,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/active-site", get(active_site))
+        .route("/pitr-cutoff", get(pitr_cutoff))
         .route("/metrics", get(metrics))
         .with_state(state)
 }
@@ -166,5 +188,46 @@ mod tests {
         assert_eq!(get_text(state.clone(), "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
         state.ready.store(true, Ordering::Relaxed);
         assert_eq!(get_text(state, "/readyz").await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn pitr_cutoff_checks_the_archive_and_defers_without_backups() {
+        let group =
+            bloodraven_crd::fixtures::GroupFixture::three_sites().with_s3_profile("nightly");
+        let mut group = group.build();
+        group.spec.backup.as_mut().unwrap().pitr = Some(bloodraven_crd::group::PitrSpec {
+            enabled: Some(true),
+            profile_name: Some("nightly".to_owned()),
+            ..Default::default()
+        });
+        let render = bloodraven_workloads::pitr::render(&group).unwrap().unwrap();
+        let archive = render.archive_id.to_string();
+        let state = HttpState::default();
+        let key = GroupKey { namespace: "orders".to_owned(), name: "orders".to_owned() };
+        state.pitr.set_group(
+            &key,
+            Some(crate::pitr_archive::GroupPitr { render, sites: vec!["iad".to_owned()] }),
+        );
+        let path = |archive: &str| {
+            format!("/pitr-cutoff?namespace=orders&group=orders&archive={archive}&coverage=gtid-v1")
+        };
+        // The backup watch has not listed yet: no cutoff.
+        let (status, body) = get_text(state.clone(), &path(&archive)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body.contains("backupsUnknown"), "{body}");
+        // Listed, none: the document's noRetainedBackups, the archive echoed.
+        state.pitr.set_backups(Vec::new());
+        let (status, body) = get_text(state.clone(), &path(&archive)).await;
+        assert_eq!(status, StatusCode::OK);
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["retentionDeferredReason"], "noRetainedBackups");
+        assert_eq!(body["archive"], archive.as_str());
+        let (status, _) = get_text(state.clone(), &path("ar1-aaaaaaaaaaaaaaaaaaaaaaaaaa")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, body) =
+            get_text(state.clone(), "/pitr-cutoff?namespace=orders&group=orders&profile=nightly")
+                .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("profile="), "{body}");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod address_file;
 pub mod apply;
+pub mod backup;
 pub mod controller;
 mod credentials;
 pub mod dns;
@@ -15,8 +16,12 @@ pub mod lease;
 pub mod manager;
 pub mod metrics;
 pub mod observe;
+pub mod pitr_archive;
+pub mod pitr_cutoff;
 pub mod planned;
+pub mod pods;
 mod publish;
+pub mod restore;
 pub mod sql;
 pub mod status;
 pub mod topology;

@@ -89,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
     let http = HttpState {
         published: context.shared.published.clone(),
         metrics: context.shared.metrics.clone(),
+        pitr: context.shared.pitr.clone(),
         ..HttpState::default()
     };
     let server = tokio::spawn(serve(cli.http_address, http.clone()));

@@ -18,7 +18,6 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use mysql_async::Pool;
 
-use crate::credentials::credentials;
 use crate::metrics::{GroupLabels, KindLabels, Metrics, SiteLabels, TargetSiteLabels};
 use crate::observe::{self, Bounds, Pools};
 use crate::publish::{publish_primary, publish_snapshot};
@@ -41,6 +40,9 @@ pub struct Tuning {
     pub recovery_threshold: u32,
     /// Connect and query bounds of one site read.
     pub bounds: Bounds,
+    /// The planned-failover deadlines ([`crate::planned::Timings::document`]; drills scale
+    /// them).
+    pub planned: crate::planned::Timings,
 }
 
 impl Default for Tuning {
@@ -50,6 +52,7 @@ impl Default for Tuning {
             failure_threshold: 3,
             recovery_threshold: 2,
             bounds: Bounds { connect: Duration::from_millis(1500), query: Duration::from_secs(2) },
+            planned: crate::planned::Timings::document(),
         }
     }
 }
@@ -94,6 +97,10 @@ pub struct Shared {
     pub published: Published,
     /// The per-group claim slots the planned-failover code sets and the managers obey.
     pub claims: ClaimSlots,
+    /// The groups' pods (names and labels), kept by one watch.
+    pub pods: crate::pods::PodCache,
+    /// Each group's PITR render and the MysqlBackups (`/pitr-cutoff`, the archive roll-up).
+    pub pitr: crate::pitr_archive::PitrRegistry,
 }
 
 /// The per-group claim slots (planned-failover document, "The claim"): one slot per group in
@@ -171,6 +178,17 @@ pub struct GroupState {
     /// The `-primary` Service last applied (not applied again while unchanged, up to
     /// `publish::REAPPLY_AFTER`).
     primary_service: Option<crate::publish::AppliedService>,
+    /// The credentials last read from the group's Secret (see `credentials::REREAD_AFTER`).
+    credentials: Option<crate::credentials::CachedCredentials>,
+    /// Whether every site answered the last poll (else the Secret is read again each poll).
+    all_answered: bool,
+    /// The status last applied at the end of a poll (not applied again while nothing but
+    /// `lastSeen` changed and nobody else changed the group, up to `status::LAST_SEEN_REFRESH`).
+    status: Option<crate::status::AppliedStatus>,
+    /// The planned-failover applier's memory of the group's run.
+    planned: crate::planned::io::PlannedState,
+    /// The post-restore reclone queue's memory (the clone it runs, what it watched unstarted).
+    reclone: crate::restore::queue_io::RecloneMemory,
 }
 
 /// Runs the topology manager of one group until the group is deleted.
@@ -268,9 +286,17 @@ pub async fn poll_once(
                 group.spec.effective_recovery_threshold()
             }),
         bounds: shared.tuning.bounds,
+        planned: shared.tuning.planned,
     };
     let status = group.status.clone().unwrap_or_default();
-    let credentials = match credentials(&shared.client, &group).await {
+    let credentials = match crate::credentials::cached(
+        &shared.client,
+        &group,
+        &mut state.credentials,
+        state.all_answered,
+    )
+    .await
+    {
         Ok(credentials) => credentials,
         Err(error) => {
             // Bad input the CRD cannot catch: say so on the group, then retry next poll.
@@ -341,9 +367,37 @@ pub async fn poll_once(
         shared.metrics.site_up.get_or_create(&labels).set(i64::from(up));
     }
     update_history(&mut state.history, &facts);
+    state.all_answered = observation.sites.iter().all(|site| site.reading.is_ok());
     state.history.last_failover =
         status.last_failover.as_ref().and_then(|last| last.time.as_ref()).map(|t| t.0);
     state.history.pending_failover = pending_failover(&status);
+    // The planned failover first: it sets the claim slot the plan obeys, and a pass that
+    // wrote or acted ends this poll (the next one observes again before anything is planned).
+    let planned = crate::planned::io::pass(
+        crate::planned::io::PassInput {
+            shared,
+            key,
+            group: &group,
+            groups: &groups,
+            pools: &pools,
+            addresses: &addresses,
+            sites: &observation,
+            facts: &facts,
+            credentials: &credentials,
+            bounds: tuning.bounds,
+            timings: &tuning.planned,
+            pending_failover: state.history.pending_failover.is_some(),
+        },
+        &mut state.planned,
+    )
+    .await;
+    let tuning = match planned {
+        crate::planned::io::Passed::Acted(after) => return Ok(Some(after)),
+        crate::planned::io::Passed::Waiting(after) => {
+            Tuning { poll_interval: tuning.poll_interval.min(after), ..tuning }
+        }
+        crate::planned::io::Passed::Idle => tuning,
+    };
     let scope = format!("{}/{}", key.namespace, key.name);
     let crash = |step: bloodraven_crashpoint::Step| bloodraven_crashpoint::hit_in(&scope, step);
 
@@ -364,7 +418,10 @@ pub async fn poll_once(
         .claims
         .get(key)
         .or_else(|| status.automation_held().then_some(Deferral::Hold { run_id: None }));
-    let excluded = BTreeMap::new();
+    // The restore's guards, from the status just read through the API server (a failed read
+    // skips the poll, so a guard is only ever released by a confirming read).
+    let restore_guards = crate::restore::guards::guards(&status);
+    let excluded = restore_guards.excluded.clone();
     let steps = plan(&PlanInput {
         facts: &facts,
         recorded_active: status.active_site.as_deref(),
@@ -375,6 +432,7 @@ pub async fn poll_once(
         history: &state.history,
         deferral: deferral.as_ref(),
         excluded: &excluded,
+        restore: &restore_guards,
         addresses: &addresses,
         now,
     });
@@ -578,6 +636,20 @@ pub async fn poll_once(
                 count(&shared.metrics.actions, "block");
                 blocked.push((site.clone(), divergent.clone()));
             }
+            Step::StopReceiver { site } | Step::OfflineFence { site } => {
+                let Some(pool) = pools.get(site) else { continue };
+                let (statement, kind) = match step {
+                    Step::StopReceiver { .. } => (sql::STOP_REPLICA_IO_THREAD, "restore-hold"),
+                    _ => (crate::restore::io::OFFLINE_MODE_ON, "restore-fence"),
+                };
+                match crate::restore::io::run(pool, site, statement, tuning.bounds).await {
+                    Ok(()) => count(&shared.metrics.actions, kind),
+                    Err(error) => {
+                        count(&shared.metrics.action_failures, kind);
+                        failures.push(error.to_string());
+                    }
+                }
+            }
             Step::Alert(alert) => alerts.push((alert_reason(alert), alert_text(alert))),
         }
     }
@@ -611,6 +683,20 @@ pub async fn poll_once(
     if emergency {
         crash(CrashStep::OperatorFailoverAfterServiceSwap);
     }
+    // The post-restore reclone queue (status.restoreReclones), from the group read at the
+    // start of the poll; its writes are conditional on that read (a conflict retries next poll).
+    let queue = crate::restore::queue_io::QueueContext {
+        client: &shared.client,
+        recorder: &shared.recorder,
+        group: &group,
+        addresses: &addresses,
+        account: &credentials.operator,
+        planned_failover_in_flight: shared.claims.get(key).is_some(),
+        now,
+    };
+    if let Err(error) = crate::restore::queue_io::poll(&queue, &mut state.reclone).await {
+        tracing::warn!(namespace = %key.namespace, group = %key.name, %error, "reclone queue");
+    }
     let body = render(&PollOutcome {
         facts: &facts,
         active: active.as_deref(),
@@ -622,7 +708,18 @@ pub async fn poll_once(
         generation: group.metadata.generation,
         now,
     });
-    apply_status(&groups, &key.name, body).await?;
+    let current = group.metadata.resource_version.as_deref();
+    if !state.status.as_ref().is_some_and(|applied| applied.current(&body, current, Instant::now()))
+    {
+        state.status = None;
+        let masked = crate::status::without_last_seen(&body);
+        let resource_version = apply_status(&groups, &key.name, body).await?;
+        state.status = resource_version.map(|resource_version| crate::status::AppliedStatus {
+            masked,
+            resource_version,
+            at: Instant::now(),
+        });
+    }
     publish_snapshot(shared, key, active, now);
     Ok(Some(tuning.poll_interval))
 }
@@ -633,15 +730,16 @@ const FAILED_PRIMARY_FENCE_BOUNDS: Bounds =
     Bounds { connect: Duration::from_millis(500), query: Duration::from_millis(500) };
 
 /// The status by server-side apply with our field manager.
+/// Applies the group's status; returns the group's resourceVersion after the apply.
 async fn apply_status(
     groups: &Api<MysqlFailoverGroup>,
     name: &str,
     body: serde_json::Value,
-) -> Result<(), PollError> {
+) -> Result<Option<String>, PollError> {
     groups
         .patch_status(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
         .await
-        .map(drop)
+        .map(|group| group.metadata.resource_version)
         .map_err(kube_error("applying the group's status"))
 }
 
@@ -677,6 +775,7 @@ fn alert_reason(alert: &Alert) -> &'static str {
         Alert::ActiveUnreachable { .. } => "ActiveSiteUnreachable",
         Alert::ActiveNotCandidate { .. } => "ActiveSiteNotCandidate",
         Alert::ActiveUnknown { .. } => "ActiveSiteUnknown",
+        Alert::RestoreFrozen => "RestoreInPlaceRunning",
     }
 }
 

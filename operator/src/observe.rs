@@ -68,7 +68,7 @@ impl Pools {
             .user(Some(account.user.clone()))
             .pass(Some(account.password.clone()))
             .prefer_socket(false)
-            .pool_opts(PoolOpts::default().with_constraints(constraints))
+            .pool_opts(site_pool_opts(constraints))
             .conn_ttl(Some(Duration::from_secs(30)));
         let pool = Pool::new(opts);
         if let Some((_, _, _, old)) = self
@@ -88,6 +88,22 @@ impl Pools {
             let _ = pool.disconnect().await;
         }
     }
+}
+
+/// How long an idle connection stays in a site's pool: well beyond any poll interval, so each
+/// poll reuses the previous poll's connection.
+pub const IDLE_CONNECTION_TTL: Duration = Duration::from_secs(60);
+
+/// The pool options of a site's pool. With mysql_async's default `inactive_connection_ttl` of
+/// zero the pool keeps only `min` idle connections: with `min` 0 every returned connection was
+/// closed and each poll dialled and authenticated anew (issue 12's CPU goal). Nothing the
+/// operator runs sets session state (only SET GLOBAL and replication statements), so a
+/// returned connection needs no COM_RESET_CONNECTION round trip either.
+fn site_pool_opts(constraints: PoolConstraints) -> PoolOpts {
+    PoolOpts::default()
+        .with_constraints(constraints)
+        .with_inactive_connection_ttl(IDLE_CONNECTION_TTL)
+        .with_reset_connection(false)
 }
 
 /// Why a MySQL operation failed, classified.
@@ -132,6 +148,30 @@ pub async fn read_flags(
     bounds: Bounds,
 ) -> Result<(bool, bool, bool, GtidSet), Unreachable> {
     let rows = rows(conn, sql::READ_FLAGS, bounds).await?;
+    flags_from_rows(rows)
+}
+
+/// A poll's reading of a site ([`sql::READ_SITE`]): flags and executed set, and the
+/// replication channel, in one round trip.
+pub async fn read_site(conn: &mut Conn, bounds: Bounds) -> Result<ServerReading, Unreachable> {
+    let read = async {
+        let mut result = conn.query_iter(sql::READ_SITE).await?;
+        let flags: Vec<Row> = result.collect().await?;
+        let replica: Vec<Row> = result.collect().await?;
+        drop(result);
+        Ok::<_, mysql_async::Error>((flags, replica))
+    };
+    let (flags, replica) = match tokio::time::timeout(bounds.query, read).await {
+        Err(_) => return Err(Unreachable::Timeout),
+        Ok(Err(error)) => return Err(classify_error(&error)),
+        Ok(Ok(sets)) => sets,
+    };
+    let (read_only, super_read_only, offline_mode, gtid_executed) = flags_from_rows(flags)?;
+    let replica = replica.into_iter().next().map(|row| replica_from_row(&row));
+    Ok(ServerReading { read_only, super_read_only, offline_mode, gtid_executed, replica })
+}
+
+fn flags_from_rows(rows: Vec<Row>) -> Result<(bool, bool, bool, GtidSet), Unreachable> {
     let row = rows.into_iter().next().ok_or(Unreachable::Error)?;
     let flag = |index: usize| row.get::<i64, usize>(index).map(|value| value != 0);
     let (Some(read_only), Some(super_read_only), Some(offline_mode)) = (flag(0), flag(1), flag(2))
@@ -182,10 +222,7 @@ fn replica_from_row(row: &Row) -> ReplicaObservation {
 pub async fn observe_site(pool: &Pool, site: &str, bounds: Bounds) -> SiteObservation {
     let reading = async {
         let mut conn = connect(pool, bounds).await?;
-        let (read_only, super_read_only, offline_mode, gtid_executed) =
-            read_flags(&mut conn, bounds).await?;
-        let replica = read_replica(&mut conn, bounds).await?;
-        Ok(ServerReading { read_only, super_read_only, offline_mode, gtid_executed, replica })
+        read_site(&mut conn, bounds).await
     }
     .await;
     if let Err(why) = &reading {

@@ -7,7 +7,7 @@ use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_workloads::{labels, primary_service};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 
@@ -148,14 +148,14 @@ pub(crate) async fn publish_primary(
     }
     // Pod labels: role=primary only on the active, writable site; healthy per endpoint gating.
     let pods: Api<Pod> = Api::namespaced(shared.client.clone(), &key.namespace);
-    let selector = labels::group_label_selector(&key.name);
-    // Labels and names are all this needs: the metadata-only list (no pod specs to decode).
-    let list = pods
-        .list_metadata(&ListParams::default().labels(&selector))
+    // Labels and names are all this needs: the watched metadata (no pod specs to decode).
+    let list = shared
+        .pods
+        .of_group(&shared.client, &key.namespace, &key.name)
         .await
         .map_err(kube_error("listing the group's pods"))?;
     let thresholds = LagThresholds::from_spec(group.spec.replication.as_ref());
-    for pod in list.items {
+    for pod in list {
         let pod_labels = pod.labels();
         let Some(site) = pod_labels.get(labels::SITE) else { continue };
         let fact = facts.iter().find(|fact| &fact.name == site);

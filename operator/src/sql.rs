@@ -10,6 +10,11 @@ pub const READ_FLAGS: &str = "SELECT @@global.read_only, @@global.super_read_onl
 /// The replication channel.
 pub const SHOW_REPLICA_STATUS: &str = "SHOW REPLICA STATUS";
 
+/// A poll's whole reading of a site in one round trip: [`READ_FLAGS`], then
+/// [`SHOW_REPLICA_STATUS`] (two result sets; mysql_async asks for multi-statements).
+pub const READ_SITE: &str = "SELECT @@global.read_only, @@global.super_read_only, \
+     @@global.offline_mode, @@global.gtid_executed; SHOW REPLICA STATUS";
+
 /// Fence: the server refuses every write, also from privileged accounts.
 pub const FENCE: &str = "SET GLOBAL super_read_only = ON";
 
@@ -30,6 +35,10 @@ pub fn kill(connection_id: u32) -> String {
 
 /// Start both replication threads.
 pub const START_REPLICA: &str = "START REPLICA";
+
+/// Remove the replication channel and its metadata: the planned failover's promotion ("`STOP
+/// REPLICA`, `RESET REPLICA ALL`"); the topology manager never resets.
+pub const RESET_REPLICA_ALL: &str = "RESET REPLICA ALL";
 
 /// Promote: writable. `super_read_only=OFF` first (it implies `read_only`), then `read_only`.
 pub const UNFENCE: [&str; 2] = ["SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF"];
@@ -87,6 +96,11 @@ pub fn change_source(target: &SourceTarget<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_round_trip_reading_is_the_two_statements() {
+        assert_eq!(READ_SITE, format!("{READ_FLAGS}; {SHOW_REPLICA_STATUS}"));
+    }
 
     #[test]
     fn kill_names_the_session() {

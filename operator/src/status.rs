@@ -152,6 +152,9 @@ pub(crate) fn alert_text(alert: &Alert) -> String {
             "the active site {site} cannot be classified: check the operator's credentials \
              and the site's logs"
         ),
+        Alert::RestoreFrozen => "a full-instance in-place restore runs: no promotion, clone or \
+             recovery action fires until it ends (status.restoreInPlace)"
+            .to_owned(),
     }
 }
 
@@ -283,9 +286,24 @@ pub fn conditions(outcome: &PollOutcome<'_>) -> Vec<Condition> {
 pub fn render(outcome: &PollOutcome<'_>) -> serde_json::Value {
     let sites: Vec<SiteStatus> =
         outcome.facts.iter().map(|fact| site_status(fact, outcome)).collect();
+    // `conditions` is an atomic list: the planned-failover writer's AutomaticFailoverHeld and
+    // the PITR roll-up's PITRArchiveReady are carried, or this apply would drop them.
+    let mut conditions = conditions(outcome);
+    conditions.extend(
+        outcome
+            .previous
+            .iter()
+            .filter(|condition| {
+                matches!(
+                    condition.type_,
+                    ConditionType::AutomaticFailoverHeld | ConditionType::PitrArchiveReady
+                )
+            })
+            .cloned(),
+    );
     let mut status = serde_json::json!({
         "sites": sites,
-        "conditions": conditions(outcome),
+        "conditions": conditions,
     });
     if let Some(active) = outcome.active {
         status["activeSite"] = serde_json::Value::from(active);
@@ -301,6 +319,53 @@ pub fn render(outcome: &PollOutcome<'_>) -> serde_json::Value {
         "kind": "MysqlFailoverGroup",
         "status": status,
     })
+}
+
+/// How long a status that differs from the last applied one only in the sites' `lastSeen`
+/// times goes unapplied: `lastSeen` is at most this far behind the newest answer (the console
+/// calls a site stale only after 30 poll intervals, at least five minutes).
+pub const LAST_SEEN_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `body` (a [`render`] result) without the sites' `lastSeen`: what must be applied again when
+/// it changes.
+pub fn without_last_seen(body: &serde_json::Value) -> serde_json::Value {
+    let mut masked = body.clone();
+    if let Some(sites) = masked["status"]["sites"].as_array_mut() {
+        for site in sites {
+            if let Some(site) = site.as_object_mut() {
+                site.remove("lastSeen");
+            }
+        }
+    }
+    masked
+}
+
+/// The status a poll last applied: its body without `lastSeen`, the group's resourceVersion
+/// the apply returned, and when.
+#[derive(Clone, Debug)]
+pub struct AppliedStatus {
+    /// [`without_last_seen`] of the applied body.
+    pub masked: serde_json::Value,
+    /// The group's resourceVersion after the apply.
+    pub resource_version: String,
+    /// When it was applied.
+    pub at: std::time::Instant,
+}
+
+impl AppliedStatus {
+    /// Whether applying `body` to the group read at `resource_version` at `now` would change
+    /// nothing but `lastSeen`, on an object nobody changed since, within
+    /// [`LAST_SEEN_REFRESH`]: then it is not applied.
+    pub fn current(
+        &self,
+        body: &serde_json::Value,
+        resource_version: Option<&str>,
+        now: std::time::Instant,
+    ) -> bool {
+        resource_version == Some(self.resource_version.as_str())
+            && now.saturating_duration_since(self.at) < LAST_SEEN_REFRESH
+            && without_last_seen(body) == self.masked
+    }
 }
 
 /// The status of a group the operator refuses to act on ([`crate::validate`]): `Ready=False`
@@ -356,6 +421,28 @@ pub fn render_refused(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_status_is_applied_again_when_more_than_last_seen_changed_or_the_object_moved() {
+        let body = |state: &str, seen: &str| {
+            serde_json::json!({ "status": { "sites": [
+                { "name": "iad", "state": state, "lastSeen": seen },
+            ]}})
+        };
+        let at = std::time::Instant::now();
+        let applied = AppliedStatus {
+            masked: without_last_seen(&body("writable", "2026-11-30T17:00:00Z")),
+            resource_version: "41".to_owned(),
+            at,
+        };
+        let later = at + std::time::Duration::from_secs(2);
+        assert!(applied.current(&body("writable", "2026-11-30T17:00:02Z"), Some("41"), later));
+        assert!(!applied.current(&body("unreachable", "2026-11-30T17:00:02Z"), Some("41"), later));
+        assert!(!applied.current(&body("writable", "2026-11-30T17:00:02Z"), Some("42"), later));
+        assert!(!applied.current(&body("writable", "2026-11-30T17:00:02Z"), None, later));
+        let stale = at + LAST_SEEN_REFRESH;
+        assert!(!applied.current(&body("writable", "2026-11-30T17:00:10Z"), Some("41"), stale));
+    }
+
     use bloodraven_crd::group::SiteRole;
     use bloodraven_facts::{ReplicaObservation, Unreachable};
 
@@ -406,6 +493,19 @@ mod tests {
             generation: Some(3),
             now: at("2026-11-30T17:00:01Z"),
         }
+    }
+
+    #[test]
+    fn the_topology_apply_carries_the_pitr_roll_ups_condition() {
+        let facts =
+            [fact("iad", SiteState::Writable, false), fact("pdx", SiteState::ReadOnly, true)];
+        let pitr = Condition::new(ConditionType::PitrArchiveReady, ConditionStatus::False);
+        let body = render(&outcome(&facts, Some("iad"), &[], &[], std::slice::from_ref(&pitr)));
+        let conditions = body["status"]["conditions"].as_array().unwrap();
+        assert!(
+            conditions.iter().any(|c| c["type"] == "PITRArchiveReady" && c["status"] == "False"),
+            "{body}"
+        );
     }
 
     #[test]
@@ -494,6 +594,7 @@ mod tests {
             Alert::ActiveUnreachable { site: "iad".to_owned(), polls: 2 },
             Alert::ActiveNotCandidate { site: "iad".to_owned(), role: SiteRole::DisasterRecovery },
             Alert::ActiveUnknown { site: "iad".to_owned() },
+            Alert::RestoreFrozen,
         ];
         for alert in &alerts {
             match alert {
@@ -507,7 +608,8 @@ mod tests {
                 | Alert::ReassertBlocked { .. }
                 | Alert::ActiveUnreachable { .. }
                 | Alert::ActiveNotCandidate { .. }
-                | Alert::ActiveUnknown { .. } => {}
+                | Alert::ActiveUnknown { .. }
+                | Alert::RestoreFrozen => {}
             }
         }
         alerts

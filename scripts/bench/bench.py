@@ -162,7 +162,7 @@ def report(results_dir, goals_path, machine_path):
   (without `bloodraven-`), as `<package>/<criterion id>`.
 - `scripts/bench.sh --quick` runs everything briefly; `scripts/bench.sh <regex>` runs only the
   units (`cargo:<package>:<bench>`, `script:<name>`) it matches and keeps earlier results of
-  the others (kept in `target/bench/results/`).
+  the others (kept in `scripts/bench/results/`, tracked).
 """)
     headline = []
     for row in rows:

@@ -9,12 +9,14 @@
 //! | [`server`] | the HTTP server |
 //! | [`mysql`] | the local server's flags, the fence, the health ping |
 //! | [`http_get`] | the probes' minimal HTTP client |
+//! | [`jobs`] | Job steps run as subcommands (`backup`, `restore`) |
 //! | [`config`] | settings and their parsing |
 
 pub mod archiver;
 pub mod config;
 pub mod decide;
 pub mod http_get;
+pub mod jobs;
 pub mod monitor;
 pub mod mysql;
 pub mod server;

@@ -9,9 +9,34 @@ use bloodraven_sidecar::archiver::mysql::MysqlServer;
 use bloodraven_sidecar::archiver::status::ArchiverStatus;
 use bloodraven_sidecar::config::{self, Config};
 use bloodraven_sidecar::decide::Timings;
+use bloodraven_sidecar::jobs;
 use bloodraven_sidecar::mysql::MysqlTarget;
 use clap::Parser;
 use tokio::sync::watch;
+
+/// Bloodraven sidecar: the per-pod daemon (the default) and the steps of backup and restore
+/// Jobs, as subcommands.
+#[derive(Debug, Parser)]
+#[command(name = "bloodraven-sidecar", version, about, long_about)]
+struct Jobs {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// The per-pod daemon: peer awareness, self-fencing, archiving, HTTP (the default when the
+    /// first argument is not a subcommand).
+    Run(Box<Cli>),
+    /// Backup Job step: dump a site with mysqldump into the profile's storage.
+    Backup(Box<jobs::backup::BackupArgs>),
+    /// Restore Job step: load a finished backup artifact into an empty site.
+    Restore(Box<jobs::restore::RestoreArgs>),
+}
+
+/// The subcommand names; any other first argument (or none) runs the daemon with its
+/// environment and flags exactly as before subcommands existed.
+const SUBCOMMANDS: &[&str] = &["run", "backup", "restore", "help"];
 
 /// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
@@ -107,7 +132,40 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let config = Cli::parse().config().context("invalid sidecar settings")?;
+    let first = std::env::args().nth(1);
+    if !first.as_deref().is_some_and(|arg| SUBCOMMANDS.contains(&arg)) {
+        return daemon(Cli::parse()).await;
+    }
+    match Jobs::parse().command {
+        Command::Run(cli) => daemon(*cli).await,
+        Command::Backup(args) => {
+            let outcome = jobs::backup::run(*args).await.context("backup failed")?;
+            print_line(&outcome.sentinel);
+            Ok(())
+        }
+        Command::Restore(args) => {
+            let outcome = jobs::restore::run(*args).await.context("restore failed")?;
+            print_line(&format!(
+                "{} gtidExecuted={} dataBytes={} chunks={}",
+                jobs::LOAD_COMPLETE,
+                bloodraven_backup::sentinel::encode(&outcome.gtid_executed),
+                outcome.data_bytes,
+                outcome.chunks
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// A Job step's result line on stdout (the Job log the operator reads).
+#[expect(clippy::print_stdout, reason = "Job steps report their verdict on stdout")]
+fn print_line(line: &str) {
+    println!("{line}");
+}
+
+/// The per-pod daemon.
+async fn daemon(cli: Cli) -> anyhow::Result<()> {
+    let config = cli.config().context("invalid sidecar settings")?;
     let settings = ArchiverSettings::from_vars(|name| std::env::var(name).ok())
         .context("invalid archiver settings")?;
     let (stop_archiver, archiver_stopped) = tokio::sync::oneshot::channel::<()>();

@@ -83,7 +83,13 @@ impl Server {
             .user(Some(target.user.clone()))
             .pass(Some(target.password.clone()))
             .prefer_socket(false)
-            .pool_opts(PoolOpts::default().with_constraints(constraints));
+            // A non-zero idle TTL: with mysql_async's default of zero a pool whose `min` is 0
+            // closes every returned connection, and each check would dial and log in anew.
+            .pool_opts(
+                PoolOpts::default()
+                    .with_constraints(constraints)
+                    .with_inactive_connection_ttl(Duration::from_secs(60)),
+            );
         Self { pool: Pool::new(opts), address: format!("{}:{}", target.host, target.port), bound }
     }
 

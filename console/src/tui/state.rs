@@ -87,10 +87,12 @@ pub enum DetailTab {
     Restore,
     Archive,
     Backups,
+    /// The runbook player: the runbooks that apply, ranked, and the walk of one.
+    Runbooks,
 }
 
 impl DetailTab {
-    pub const ALL: [DetailTab; 7] = [
+    pub const ALL: [DetailTab; 8] = [
         DetailTab::Overview,
         DetailTab::PlannedFailover,
         DetailTab::Hold,
@@ -98,6 +100,7 @@ impl DetailTab {
         DetailTab::Restore,
         DetailTab::Archive,
         DetailTab::Backups,
+        DetailTab::Runbooks,
     ];
 
     pub fn title(self) -> &'static str {
@@ -109,6 +112,7 @@ impl DetailTab {
             DetailTab::Restore => "Restore",
             DetailTab::Archive => "Archive",
             DetailTab::Backups => "Backups",
+            DetailTab::Runbooks => "Runbooks",
         }
     }
 
@@ -179,6 +183,19 @@ pub struct Ui {
     pub problems_only: bool,
     /// How far long lines (commands, GTID sets) are scrolled to the right (`<` / `>`).
     pub hscroll: u16,
+    /// The runbook player, per group: kept when the view is left, so a walk resumes.
+    pub runbooks: BTreeMap<Key, RunbookUi>,
+}
+
+/// The runbook player's state for one group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunbookUi {
+    /// The selected row of the ranked list.
+    pub selected: usize,
+    /// The runbook being walked (its id), `None` on the list.
+    pub walking: Option<String>,
+    /// Where each walk of this group stands, by runbook id.
+    pub progress: BTreeMap<String, bloodraven_runbook::Progress>,
 }
 
 impl Default for Ui {
@@ -198,6 +215,7 @@ impl Default for Ui {
             no_color: false,
             problems_only: false,
             hscroll: 0,
+            runbooks: BTreeMap::new(),
         }
     }
 }
@@ -214,6 +232,10 @@ pub struct Data {
     /// Archive coverage per group, read when the archive panel is shown.
     pub archives: BTreeMap<Key, ArchiveState>,
     pub sources: BTreeMap<SourceKind, SourceState>,
+    /// Each group's worst severity (`None`: healthy), kept by `update` so a frame counts the
+    /// fleet's problems without judging every group (one group on its watch event, all on a
+    /// tick or a backups change). A frame judges afresh when it does not cover the groups.
+    pub worst: BTreeMap<Key, Option<Severity>>,
 }
 
 /// What is known about one group's archive.
@@ -247,6 +269,8 @@ pub struct State {
     /// While frozen the display keeps its data and clock; changes queue here.
     pub frozen: Option<Vec<DataEvent>>,
     pub ui: Ui,
+    /// The shipped runbooks (compiled in), checked once at start.
+    pub runbooks: std::sync::Arc<Vec<bloodraven_runbook::Runbook>>,
 }
 
 impl State {
@@ -255,6 +279,14 @@ impl State {
         for source in SourceKind::ALL {
             data.sources.insert(source, SourceState::default());
         }
+        let mut ui = Ui::default();
+        let runbooks = match bloodraven_runbook::shipped() {
+            Ok(runbooks) => runbooks,
+            Err(error) => {
+                ui.message = Some(format!("runbooks not loaded: {error}"));
+                Vec::new()
+            }
+        };
         Self {
             now,
             context: context.into(),
@@ -262,7 +294,8 @@ impl State {
             epoch: 0,
             data,
             frozen: None,
-            ui: Ui::default(),
+            ui,
+            runbooks: std::sync::Arc::new(runbooks),
         }
     }
 
@@ -353,6 +386,14 @@ impl State {
             self.data.backups.values().cloned().collect(),
             self.data.verifications.values().cloned().collect(),
         )
+    }
+
+    /// The runbooks that apply to a group, most severe first (the runbook player's list).
+    pub fn applicable_runbooks(
+        &self,
+        group: &MysqlFailoverGroup,
+    ) -> bloodraven_runbook::Ranked<'_> {
+        bloodraven_runbook::applicable(&self.runbooks, &bloodraven_runbook::GroupView::of(group))
     }
 
     /// The verdict on one group, from everything the console holds.

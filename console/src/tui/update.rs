@@ -10,7 +10,9 @@ pub const ARCHIVE_REFRESH: jiff::SignedDuration = jiff::SignedDuration::from_sec
 
 /// Applies `action` to `state` and says what the runtime must do.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let judged = judged_by(&action);
     let mut effects = step(state, action);
+    judge(state, judged);
     if state.frozen.is_none()
         && let Some(effect) = archive_effect(state)
     {
@@ -20,6 +22,55 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
     }
     effects
+}
+
+/// Which groups' verdicts an action may change.
+enum Judged {
+    Nothing,
+    One(Key),
+    All,
+}
+
+fn judged_by(action: &Action) -> Judged {
+    match action {
+        Action::Tick(_) | Action::Input(Intent::ToggleFreeze) => Judged::All,
+        Action::Data(DataEvent::Groups(Change::Applied(group) | Change::Deleted(group))) => {
+            Judged::One(key_of(&group.metadata))
+        }
+        Action::Data(
+            DataEvent::Groups(_) | DataEvent::Backups(_) | DataEvent::Verifications(_),
+        ) => Judged::All,
+        _ => Judged::Nothing,
+    }
+}
+
+/// Keeps `state.data.worst` (each group's worst severity) up to date after an action.
+fn judge(state: &mut State, judged: Judged) {
+    match judged {
+        Judged::Nothing => {}
+        Judged::One(key) => match state.data.groups.get(&key) {
+            Some(group) => {
+                let worst = state.verdict(group).worst();
+                state.data.worst.insert(key, worst);
+            }
+            None => {
+                state.data.worst.remove(&key);
+            }
+        },
+        Judged::All => {
+            let (backups, verifications) = state.related();
+            let now = state.now;
+            state.data.worst = state
+                .data
+                .groups
+                .iter()
+                .map(|(key, group)| {
+                    let verdict = crate::verdict::of(group, &backups, &verifications, now);
+                    (key.clone(), verdict.worst())
+                })
+                .collect();
+        }
+    }
 }
 
 /// When the archive panel of a group is shown and its archive was never read, or was read
@@ -299,6 +350,9 @@ fn detail_input(state: &mut State, intent: Intent) {
     if common(state, &intent) {
         return;
     }
+    if runbook::runbook_input(state, &intent) {
+        return;
+    }
     if intent == Intent::Back {
         if state.ui.screens.len() > 1 {
             state.ui.screens.pop();
@@ -444,6 +498,7 @@ pub fn tab_name(tab: DetailTab) -> &'static str {
         DetailTab::Restore => "restore",
         DetailTab::Archive => "archive",
         DetailTab::Backups => "backups",
+        DetailTab::Runbooks => "runbooks",
     }
 }
 
@@ -478,6 +533,8 @@ fn reset_data(state: &mut State) {
     state.ui.mode = Mode::Fleet;
     state.ui.selected = 0;
 }
+
+mod runbook;
 
 #[cfg(test)]
 mod tests;

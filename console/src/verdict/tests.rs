@@ -83,7 +83,10 @@ fn every_scenario_gets_the_verdict_its_facts_call_for() {
             "reclone-held",
             &["orders/orders archive=Verified [critical:RecloneHeld warning:RestoreInPlaceFailed]"],
         ),
-        ("pitr-divergent", &["orders/orders archive=Verified [critical:RestoreRefused]"]),
+        (
+            "pitr-divergent",
+            &["orders/orders archive=Verified [critical:RestoreRefused warning:BackupTooOld]"],
+        ),
         (
             "archive-gap",
             &[

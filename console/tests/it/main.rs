@@ -5,6 +5,7 @@
 mod app;
 mod binary;
 mod live;
+mod ops;
 mod readonly;
 mod tmux;
 

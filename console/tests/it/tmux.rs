@@ -121,3 +121,62 @@ fn fleet_1000_problems_only_to_the_next_action() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Filter edge cases in the real binary, then lab hygiene: SIGHUP (a closed terminal) ends the
+/// console and its lab, and the lab's temporary folder goes with them.
+#[test]
+fn filter_edge_cases_and_sighup_removes_the_lab_folder() {
+    let server = Server {
+        tmux: tmux_path(),
+        socket: format!("bloodraven-e2e-filter-{}", std::process::id()),
+    };
+    // A private TMPDIR: the lab's folder is the only thing the console puts there.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let command = format!(
+        "exec env TERM=xterm-256color TMPDIR={} {BINARY} --log-file {} lab --scenario healthy",
+        tmp.path().display(),
+        log.path().display()
+    );
+    let started =
+        server.tmux(&["new-session", "-d", "-s", "console", "-x", "120", "-y", "36", &command]);
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    server.wait_for(&["(3 of 3)", "connected"]);
+    let lab_folders = || std::fs::read_dir(tmp.path()).unwrap().count();
+    assert_eq!(lab_folders(), 1, "the lab made its folder in TMPDIR");
+
+    // esc while typing drops the typed filter; nothing is hidden.
+    server.tmux(&["send-keys", "-t", "console", "/", "zzz", "Escape"]);
+    server.wait_for(&["(3 of 3)"]);
+    // A filter that matches nothing says why; esc clears it.
+    server.tmux(&["send-keys", "-t", "console", "/", "zzz", "Enter"]);
+    server.wait_for(&["(0 of 3)", "the filter /zzz/ (esc clears it)"]);
+    server.tmux(&["send-keys", "-t", "console", "Escape"]);
+    server.wait_for(&["(3 of 3)"]);
+    // An invalid regex hides nothing and says so.
+    server.tmux(&["send-keys", "-t", "console", "/", "(", "Enter"]);
+    server.wait_for(&["(3 of 3)", "is not a valid regex"]);
+    server.tmux(&["send-keys", "-t", "console", "Escape"]);
+    // A filter on a verdict word and the problems toggle together.
+    server.tmux(&["send-keys", "-t", "console", "/", "critical", "Enter"]);
+    server.wait_for(&["(1 of 3)", "carts"]);
+    server.tmux(&["send-keys", "-t", "console", "p"]);
+    server.wait_for(&["(1 of 3)", "problems only"]);
+
+    let pid = String::from_utf8_lossy(
+        &server.tmux(&["display-message", "-p", "-t", "console", "#{pane_pid}"]).stdout,
+    )
+    .trim()
+    .to_owned();
+    let hung_up = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    assert!(hung_up.success(), "kill -HUP {pid}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lab_folders() > 0 || server.tmux(&["has-session", "-t", "console"]).status.success() {
+        assert!(
+            Instant::now() < deadline,
+            "after SIGHUP the console still runs or its lab folder is left in {}",
+            tmp.path().display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

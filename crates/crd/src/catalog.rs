@@ -75,11 +75,15 @@ pub enum Kind {
     BackupMetadata,
     /// Why a backup profile refuses to run backups.
     BackupProfileRefusal,
+    /// Reasons of the `Ready` condition on a `MysqlBackup`.
+    BackupReady,
+    /// The Events of a backup run (on the `MysqlBackup`, retries on the group).
+    BackupEvent,
 }
 
 impl Kind {
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 25] = [
         Kind::PlannedFailoverPhase,
         Kind::PlannedFailoverLegacyPhase,
         Kind::PlannedFailoverOutcome,
@@ -103,6 +107,8 @@ impl Kind {
         Kind::ArtifactCleanupEvent,
         Kind::BackupMetadata,
         Kind::BackupProfileRefusal,
+        Kind::BackupReady,
+        Kind::BackupEvent,
     ];
 
     /// The kind's name in kebab case; also its fixture file's stem.
@@ -131,6 +137,8 @@ impl Kind {
             Kind::ArtifactCleanupEvent => "artifact-cleanup-event",
             Kind::BackupMetadata => "backup-metadata",
             Kind::BackupProfileRefusal => "backup-profile-refusal",
+            Kind::BackupReady => "backup-ready",
+            Kind::BackupEvent => "backup-event",
         }
     }
 
@@ -165,6 +173,8 @@ impl Kind {
             Kind::ArtifactCleanupEvent => artifact_cleanup::EVENTS,
             Kind::BackupMetadata => backup::METADATA_REASONS,
             Kind::BackupProfileRefusal => backup::PROFILE_REFUSALS,
+            Kind::BackupReady => backup::READY_REASONS,
+            Kind::BackupEvent => backup::EVENTS,
         }
     }
 }

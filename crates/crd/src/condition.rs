@@ -87,6 +87,8 @@ open_enum! {
         Running = "Running",
         BuildJobFailed = "BuildJobFailed",
         DestinationMismatch = "DestinationMismatch",
+        /// The backup Job failed (our token; the spec names only the `BackupFailed` Event).
+        BackupFailed = "BackupFailed",
         // Backup: MetadataComplete.
         SentinelUnavailable = "SentinelUnavailable",
         SentinelMissing = "SentinelMissing",

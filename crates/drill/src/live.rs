@@ -103,6 +103,19 @@ pub struct OperatorEnv {
     pub name: String,
     /// A folder for its log.
     pub log_dir: PathBuf,
+    /// Where its HTTP server should listen, when the lab chose (the address the sidecars'
+    /// operator links point at); `None`: any free port.
+    pub http: Option<SocketAddr>,
+}
+
+/// Opt-in parts of a live lab; the default runs none, so the existing drills keep their speed.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions {
+    /// Run this `bloodraven-sidecar` binary beside every mysqld (see
+    /// `bloodraven_kubelet::SidecarConfig::locate`). The sidecars reach the first operator's
+    /// HTTP server through their `->operator` links, and a PVC PITR archive lands in
+    /// [`LiveLab::pvc_archive_dir`].
+    pub sidecar: Option<PathBuf>,
 }
 
 /// A running operator replica; dropping it kills it (SIGKILL, or its task aborted), leaving its
@@ -177,9 +190,12 @@ impl Drop for ChildOperator {
 impl OperatorLauncher for ProcessLauncher {
     fn launch(&self, env: &OperatorEnv) -> Result<Box<dyn RunningOperator>, LiveError> {
         let io = |what: String| move |source| LiveError::Io { what, source };
-        let http = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(io("finding a free port for the operator's HTTP server".into()))?;
+        let http = match env.http {
+            Some(http) => http,
+            None => std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(io("finding a free port for the operator's HTTP server".into()))?,
+        };
         let log_path = env.log_dir.join(format!("operator-{}.log", env.name));
         let log = std::fs::File::create(&log_path)
             .map_err(io(format!("creating {}", log_path.display())))?;
@@ -230,6 +246,9 @@ impl OperatorLauncher for ProcessLauncher {
     }
 }
 
+/// The live lab's folder standing in for the PVC archive claim.
+const PVC_ARCHIVE_DIR: &str = "pitr-pvc";
+
 /// A running live lab with one MysqlFailoverGroup.
 pub struct LiveLab {
     operators: BTreeMap<String, Box<dyn RunningOperator>>,
@@ -242,6 +261,8 @@ pub struct LiveLab {
     group: String,
     sites: Vec<String>,
     dir: tempfile::TempDir,
+    /// The HTTP address kept for the first operator replica (sidecars enabled).
+    operator_http: Option<SocketAddr>,
 }
 
 impl LiveLab {
@@ -252,6 +273,15 @@ impl LiveLab {
     pub async fn start(
         group: &MysqlFailoverGroup,
         launcher: Option<Arc<dyn OperatorLauncher>>,
+    ) -> Result<Self, LiveError> {
+        Self::start_with(group, launcher, LiveOptions::default()).await
+    }
+
+    /// [`LiveLab::start`] with the opt-in parts of `options`.
+    pub async fn start_with(
+        group: &MysqlFailoverGroup,
+        launcher: Option<Arc<dyn OperatorLauncher>>,
+        options: LiveOptions,
     ) -> Result<Self, LiveError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dist = MysqlDist::from_env()?;
@@ -291,6 +321,25 @@ impl LiveLab {
         let hub = Arc::new(ProxyHub::current()?);
         let mut config = KubeletConfig::new(dir.path().join("claims"));
         config.namespace = Some(namespace.clone());
+        let mut operator_http = None;
+        if let Some(binary) = options.sidecar {
+            let http = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|source| LiveError::Io {
+                    what: "finding a free port for the operator's HTTP server".into(),
+                    source,
+                })?;
+            let pvc = dir.path().join(PVC_ARCHIVE_DIR);
+            std::fs::create_dir_all(&pvc).map_err(|source| LiveError::Io {
+                what: format!("creating {}", pvc.display()),
+                source,
+            })?;
+            let mut sidecar = bloodraven_kubelet::SidecarConfig::new(binary);
+            sidecar.operator = Some(http);
+            sidecar.pvc_archive = Some(pvc);
+            config.sidecar = Some(sidecar);
+            operator_http = Some(http);
+        }
         let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config).await?;
         let mut live = Self {
             operators: BTreeMap::new(),
@@ -303,11 +352,18 @@ impl LiveLab {
             group: name,
             sites: group.spec.sites.iter().map(|s| s.name.clone()).collect(),
             dir,
+            operator_http,
         };
         if live.launcher.is_some() {
             live.start_operator(crate::DEFAULT_OPERATOR)?;
         }
         Ok(live)
+    }
+
+    /// The folder standing in for the PVC PITR archive claim (sidecars enabled): the sidecars'
+    /// PVC store root, as `/run/bloodraven/pitr-archive` is in a pod.
+    pub fn pvc_archive_dir(&self) -> PathBuf {
+        self.dir.path().join(PVC_ARCHIVE_DIR)
     }
 
     /// The lab API server.
@@ -383,6 +439,8 @@ impl LiveLab {
             namespace: self.namespace.clone(),
             name: name.to_owned(),
             log_dir: self.dir.path().to_owned(),
+            // The first replica gets the address the sidecars' operator links point at.
+            http: self.operator_http.take(),
         };
         let running = launcher.launch(&env)?;
         let detail = format!("operator {name:?} started ({})", running.describe());

@@ -9,6 +9,8 @@
 //! | `MYSQL_HOST`, `MYSQL_PORT` | the pod's mysqld (direct: same pod) |
 //! | `MYSQL_USER`, `MYSQL_PASSWORD` | [`SidecarConfig::user`]/`password` (the template names a Secret the lab kubelet does not read) |
 //! | `SIDECAR_LISTEN` | `127.0.0.1:<free port>`; the Services' sidecar port resolves there |
+//! | `BLOODRAVEN_MYSQL_DATA_DIR` | the pod's mysqld data folder (`<claim folder>/data`) |
+//! | `BLOODRAVEN_LAB_PVC_MOUNT` | with PITR rendered and [`SidecarConfig::pvc_archive`] set: that folder, standing in for the PVC archive mount (the sidecar's mount check accepts it) |
 //!
 //! Every other literal variable (`LEASE_TIMEOUT`, `PEER_CHECK_INTERVAL`, …) is passed as is.
 
@@ -17,8 +19,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use bloodraven_sites::proxy::{Link, ProxyHub};
-use bloodraven_workloads::containers;
 use bloodraven_workloads::resolve::parse_service_host;
+use bloodraven_workloads::{containers, sidecar_env};
 use k8s_openapi::api::apps::v1::Deployment;
 use tokio::process::{Child, Command};
 use tracing::{info, warn};
@@ -41,6 +43,9 @@ pub struct SidecarConfig {
     pub password: String,
     /// `RUST_LOG` for the child.
     pub log_filter: String,
+    /// The folder standing in for the PVC archive claim (every pod's sidecar shares it, as the
+    /// claim would be shared); `None`: a PVC archive's mount check fails, as without a volume.
+    pub pvc_archive: Option<PathBuf>,
 }
 
 impl SidecarConfig {
@@ -52,6 +57,7 @@ impl SidecarConfig {
             user: bloodraven_sites::accounts::SIDECAR.user.to_owned(),
             password: bloodraven_sites::accounts::SIDECAR.password.to_owned(),
             log_filter: "info".to_owned(),
+            pvc_archive: None,
         }
     }
 
@@ -146,6 +152,10 @@ fn nowhere() -> SocketAddr {
 }
 
 /// Starts the sidecar of `deployment`'s pod beside the mysqld at `mysql`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site (the pod worker) passing the pod's parts; a struct would only rename them"
+)]
 pub(crate) fn start(
     config: &SidecarConfig,
     deployment: &Deployment,
@@ -154,6 +164,7 @@ pub(crate) fn start(
     mysql: SocketAddr,
     resolver: &LabResolver,
     log: &std::path::Path,
+    claim_folder: Option<&std::path::Path>,
 ) -> std::io::Result<Running> {
     let container = deployment
         .spec
@@ -205,6 +216,16 @@ pub(crate) fn start(
                 command.env("BLOODRAVEN_ADDRESS", address);
             }
             "MYSQL_HOST" | "MYSQL_PORT" | "MYSQL_USER" | "MYSQL_PASSWORD" | "SIDECAR_LISTEN" => {}
+            name if name == sidecar_env::MYSQL_DATA_DIR => {
+                let dir = claim_folder.map_or_else(|| value.clone().into(), |f| f.join("data"));
+                command.env(name, dir);
+            }
+            name if name == sidecar_env::PITR_ARCHIVE_ID => {
+                if let Some(dir) = &config.pvc_archive {
+                    command.env(sidecar_env::LAB_PVC_MOUNT, dir);
+                }
+                command.env(name, value);
+            }
             name => {
                 command.env(name, value);
             }

@@ -169,6 +169,7 @@ impl Worker {
             mysql,
             &self.ctx.resolver,
             &log,
+            self.data_dir.as_deref(),
         ) {
             Ok(running) => {
                 self.sidecar.running = Some(running);
@@ -315,6 +316,15 @@ impl Worker {
                 Err(error) => {
                     warn!(pod = %self.ctx.pod_name, %error, "mysqld did not become ready");
                     let _ = instance.kill().await;
+                    // Another process took the automatically chosen port between choosing and
+                    // binding: restarting on it would fail forever.
+                    match instance.replace_port_if_taken(&error) {
+                        Ok(true) => self.addr = Some(instance.addr()),
+                        Ok(false) => {}
+                        Err(error) => {
+                            warn!(pod = %self.ctx.pod_name, %error, "cannot choose another port")
+                        }
+                    }
                     self.report.restart_count += 1;
                     self.report.last_terminated = Some((now(), "Error".to_owned()));
                     self.waiting("CrashLoopBackOff", error.to_string()).await;

@@ -5,6 +5,7 @@
 //! or the first applicable [`Refusal`] of the refusal order ([`REFUSAL_ORDER`]).
 
 mod coverage_json;
+mod index;
 mod model;
 mod plan;
 mod refusal;
@@ -12,6 +13,7 @@ mod request;
 mod search;
 
 pub use crate::coverage_json::{CoverageJson, coverage_json};
+pub use crate::index::{index_bytes, index_row};
 pub use crate::model::{File, History, Record, RowBytes, RowIndex, Txn};
 pub use crate::plan::{
     DELTA, Input, Limits, MESSAGE_SET_BYTES, Outcome, Plan, Segment, Witness, plan, shorten,

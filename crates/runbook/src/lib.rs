@@ -12,8 +12,10 @@ pub mod model;
 mod pos;
 pub mod runbook;
 pub mod schema;
+pub mod shipped;
 pub mod types;
 pub mod view;
+pub mod walk;
 
 pub use action::Action;
 pub use engine::{
@@ -24,4 +26,6 @@ pub use error::{EvalError, Pos, RunbookError};
 pub use load::{load, load_dir, parse};
 pub use model::{RiskLevel, Severity};
 pub use runbook::{Runbook, Step, Target};
+pub use shipped::shipped;
 pub use view::GroupView;
+pub use walk::{Walk, WalkEnd, walk};

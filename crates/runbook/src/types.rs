@@ -86,6 +86,22 @@ const RECLONE_QUEUE: Ty = Ty::Object(&[
 const OFFLINE_FENCE: Ty =
     Ty::Object(&[f("present", Ty::Bool), f("site", Ty::Str), f("runId", Ty::Str)]);
 
+const RESTORE: Ty = Ty::Object(&[
+    f("present", Ty::Bool),
+    f("phase", Ty::Str),
+    f("reason", Ty::Str),
+    f("message", Ty::Str),
+    f("targetSite", Ty::Str),
+]);
+
+const RESTORE_IN_PLACE: Ty = Ty::Object(&[
+    f("present", Ty::Bool),
+    f("phase", Ty::Str),
+    f("reason", Ty::Str),
+    f("runId", Ty::Str),
+    f("targetSite", Ty::Str),
+]);
+
 const ARCHIVE: Ty = Ty::Object(&[
     f("present", Ty::Bool),
     f("state", Ty::Str),
@@ -112,6 +128,9 @@ pub const GROUP_TYPE: Ty = Ty::Object(&[
     f("plannedFailover", PLANNED_FAILOVER),
     f("recloneQueue", RECLONE_QUEUE),
     f("offlineFence", OFFLINE_FENCE),
+    f("restore", RESTORE),
+    f("restoreInPlace", RESTORE_IN_PLACE),
+    f("lastFailoverTarget", Ty::Str),
     f("archive", ARCHIVE),
     f("backups", BACKUPS),
 ]);

@@ -29,6 +29,12 @@ pub struct GroupView {
     pub reclone_queue: RecloneQueueView,
     /// `status.restoreOfflineFence`.
     pub offline_fence: OfflineFenceView,
+    /// `status.restore`: the bootstrap restore (`spec.initFromBackup`).
+    pub restore: RestoreView,
+    /// `status.restoreInPlace`: the latest in-place restore.
+    pub restore_in_place: RestoreInPlaceView,
+    /// `status.lastFailover.target`, `""` when none.
+    pub last_failover_target: String,
     /// `status.pitr.archive`: the archive summary.
     pub archive: ArchiveView,
     /// Backups: `status.lastBackupTime` and the schedules.
@@ -140,6 +146,38 @@ pub struct OfflineFenceView {
     pub site: String,
     /// The restore run that raised it.
     pub run_id: String,
+}
+
+/// `group.restore`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreView {
+    /// Whether `status.restore` is set.
+    pub present: bool,
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `""`.
+    pub phase: String,
+    /// The refusal token (`PITRArchiveGap`, ...), `""` when none.
+    pub reason: String,
+    /// The message, `""` when none.
+    pub message: String,
+    /// The seed site.
+    pub target_site: String,
+}
+
+/// `group.restoreInPlace`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreInPlaceView {
+    /// Whether `status.restoreInPlace` is set.
+    pub present: bool,
+    /// `Preflight`, `Fencing`, `Restoring`, `Resuming`, `Succeeded`, `Failed` or `""`.
+    pub phase: String,
+    /// Why it failed or waits, `""` when none.
+    pub reason: String,
+    /// The run's id.
+    pub run_id: String,
+    /// The primary being restored.
+    pub target_site: String,
 }
 
 /// `group.archive`.
@@ -273,6 +311,25 @@ impl GroupView {
                     run_id: text(f.run_id.as_ref()),
                 }
             });
+        let restore = status.restore.as_ref().map_or_else(RestoreView::default, |r| RestoreView {
+            present: true,
+            phase: text(r.phase.as_ref().map(|x| x.as_str())),
+            reason: text(r.reason.as_ref().map(|x| x.as_str())),
+            message: text(r.message.as_ref()),
+            target_site: text(r.target_site.as_ref()),
+        });
+        let restore_in_place =
+            status.restore_in_place.as_ref().map_or_else(RestoreInPlaceView::default, |r| {
+                RestoreInPlaceView {
+                    present: true,
+                    phase: text(r.phase.as_ref().map(|x| x.as_str())),
+                    reason: text(r.reason.as_ref().map(|x| x.as_str())),
+                    run_id: text(r.run_id.as_ref()),
+                    target_site: text(r.target_site.as_ref()),
+                }
+            });
+        let last_failover_target =
+            text(status.last_failover.as_ref().and_then(|f| f.target.as_ref()));
         let archive = status.pitr.as_ref().map_or_else(ArchiveView::default, |pitr| {
             let identity = pitr.archive.clone();
             ArchiveView {
@@ -311,6 +368,9 @@ impl GroupView {
             planned_failover,
             reclone_queue,
             offline_fence,
+            restore,
+            restore_in_place,
+            last_failover_target,
             archive,
             backups,
         }

@@ -21,6 +21,8 @@ use crate::error::WorkloadError;
 use crate::labels::{self, containers, ports};
 use crate::mycnf;
 use crate::names::{self, SiteNames};
+use crate::pitr::{self, PitrRender, PitrStorage};
+use crate::sidecar_env;
 
 /// The MySQL image when `spec.image` is empty.
 pub const DEFAULT_MYSQL_IMAGE: &str = "mysql:9.7";
@@ -243,7 +245,7 @@ fn sidecar_account(group: &MysqlFailoverGroup) -> Vec<EnvVar> {
     let Some(credentials) = &group.spec.credentials else {
         return Vec::new();
     };
-    [("MYSQL_USER", "username"), ("MYSQL_PASSWORD", "password")]
+    [(sidecar_env::MYSQL_USER, "username"), (sidecar_env::MYSQL_PASSWORD, "password")]
         .into_iter()
         .map(|(name, key)| EnvVar {
             name: name.to_owned(),
@@ -260,7 +262,98 @@ fn sidecar_account(group: &MysqlFailoverGroup) -> Vec<EnvVar> {
         .collect()
 }
 
-fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec) -> Container {
+fn secret_env(name: &str, secret: &str, key: &str, optional: bool) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.to_owned(),
+                key: key.to_owned(),
+                optional: optional.then_some(true),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// The archiver's environment (backup-and-restore document, "PITR archive identity"): the
+/// archive identity, the group, where the binlogs are, and the store's credentials.
+fn archiver_env(owner: &Owner, site: &SiteSpec, pitr: &PitrRender) -> Vec<EnvVar> {
+    let mut vars = vec![
+        env(sidecar_env::SITE_NAME, site.name.clone()),
+        env(sidecar_env::GROUP_NAMESPACE, owner.namespace.clone()),
+        env(sidecar_env::GROUP_NAME, owner.name.clone()),
+        env(sidecar_env::FAILOVER_GROUP_UID, pitr.group_uid.clone()),
+        env(sidecar_env::PITR_ARCHIVE_ID, pitr.archive_id.to_string()),
+        env(sidecar_env::PITR_DESTINATION, pitr.normalized.to_string()),
+        env(sidecar_env::PITR_ENCRYPTION_MODE, pitr.encryption_mode),
+        env(sidecar_env::MYSQL_DATA_DIR, names::DATA_MOUNT_PATH),
+        env(sidecar_env::BINLOG_INDEX, format!("{}.index", mycnf::LOG_BIN)),
+    ];
+    if let Some(interval) = &pitr.poll_interval {
+        vars.push(env(sidecar_env::ARCHIVE_POLL_INTERVAL, interval.clone()));
+    }
+    if let PitrStorage::S3 { credentials_secret, region } = &pitr.storage {
+        if let Some(secret) = credentials_secret {
+            vars.push(secret_env(
+                sidecar_env::AWS_ACCESS_KEY_ID,
+                secret,
+                sidecar_env::AWS_ACCESS_KEY_ID,
+                false,
+            ));
+            vars.push(secret_env(
+                sidecar_env::AWS_SECRET_ACCESS_KEY,
+                secret,
+                sidecar_env::AWS_SECRET_ACCESS_KEY,
+                false,
+            ));
+            vars.push(secret_env(
+                sidecar_env::AWS_SESSION_TOKEN,
+                secret,
+                sidecar_env::AWS_SESSION_TOKEN,
+                true,
+            ));
+        }
+        match (region, credentials_secret) {
+            (Some(region), _) => vars.push(env(sidecar_env::AWS_REGION, region.clone())),
+            (None, Some(secret)) => vars.push(secret_env(
+                sidecar_env::AWS_REGION,
+                secret,
+                sidecar_env::AWS_REGION,
+                true,
+            )),
+            (None, None) => {}
+        }
+    }
+    vars
+}
+
+/// The sidecar's mounts with PITR: the data directory read-only (the binlogs), and the PVC
+/// archive claim at [`sidecar_env::PVC_MOUNT_PATH`].
+fn archiver_mounts(pitr: &PitrRender) -> Vec<VolumeMount> {
+    let mut mounts = vec![VolumeMount {
+        name: names::DATA_VOLUME.to_owned(),
+        mount_path: names::DATA_MOUNT_PATH.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }];
+    if matches!(pitr.storage, PitrStorage::Pvc { .. }) {
+        mounts.push(VolumeMount {
+            name: sidecar_env::PITR_ARCHIVE_VOLUME.to_owned(),
+            mount_path: sidecar_env::PVC_MOUNT_PATH.to_owned(),
+            ..VolumeMount::default()
+        });
+    }
+    mounts
+}
+
+fn sidecar_container(
+    group: &MysqlFailoverGroup,
+    owner: &Owner,
+    site: &SiteSpec,
+    pitr: Option<&PitrRender>,
+) -> Container {
     let sidecar = group.spec.sidecar.as_ref();
     let image = sidecar
         .and_then(|sidecar| sidecar.image.clone())
@@ -272,7 +365,7 @@ fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec)
         .and_then(|sidecar| sidecar.peer_check_interval.as_ref())
         .map_or("5s".to_owned(), |value| value.as_str().to_owned());
     let namespace_ref = EnvVar {
-        name: "POD_NAMESPACE".to_owned(),
+        name: sidecar_env::POD_NAMESPACE.to_owned(),
         value_from: Some(EnvVarSource {
             field_ref: Some(ObjectFieldSelector {
                 field_path: "metadata.namespace".to_owned(),
@@ -287,24 +380,29 @@ fn sidecar_container(group: &MysqlFailoverGroup, owner: &Owner, site: &SiteSpec)
         image: Some(image),
         env: Some(
             vec![
-                env("BLOODRAVEN_GROUP", owner.name.clone()),
-                env("BLOODRAVEN_SITE", site.name.clone()),
+                env(sidecar_env::GROUP, owner.name.clone()),
+                env(sidecar_env::SITE, site.name.clone()),
                 namespace_ref,
                 env(
-                    "PEER_ADDRESSES",
+                    sidecar_env::PEER_ADDRESSES,
                     peer_addresses(&owner.name, &owner.namespace, &group.spec.sites, &site.name),
                 ),
-                env("BLOODRAVEN_ADDRESS", names::operator_address(names::OPERATOR_NAMESPACE)),
-                env("LEASE_TIMEOUT", lease_timeout),
-                env("PEER_CHECK_INTERVAL", peer_check),
-                env("ACTIVE_SITE_FRESHNESS", active_site_freshness(group)),
-                env("MYSQL_HOST", "127.0.0.1"),
-                env("MYSQL_PORT", ports::MYSQL.to_string()),
+                env(
+                    sidecar_env::OPERATOR_ADDRESS,
+                    names::operator_address(names::OPERATOR_NAMESPACE),
+                ),
+                env(sidecar_env::LEASE_TIMEOUT, lease_timeout),
+                env(sidecar_env::PEER_CHECK_INTERVAL, peer_check),
+                env(sidecar_env::ACTIVE_SITE_FRESHNESS, active_site_freshness(group)),
+                env(sidecar_env::MYSQL_HOST, "127.0.0.1"),
+                env(sidecar_env::MYSQL_PORT, ports::MYSQL.to_string()),
             ]
             .into_iter()
             .chain(sidecar_account(group))
+            .chain(pitr.map(|pitr| archiver_env(owner, site, pitr)).unwrap_or_default())
             .collect(),
         ),
+        volume_mounts: pitr.map(archiver_mounts),
         ports: Some(vec![ContainerPort {
             name: Some(ports::SIDECAR_HTTP_NAME.to_owned()),
             container_port: i32::from(ports::SIDECAR_HTTP),
@@ -335,45 +433,61 @@ pub fn site_deployment(
     let owner = owner(group)?;
     let names = SiteNames::new(&owner.name, &site.name);
     let my_cnf = mycnf::render(&mycnf::site_options(group, site)?);
+    let pitr = pitr::render(group)?;
     let labels = site_labels(&owner, site);
+    let mut annotations = BTreeMap::from([(labels::CONFIG_HASH.to_owned(), config_hash(&my_cnf))]);
+    if let Some(pitr) = &pitr {
+        annotations.insert(labels::PITR_RENDER.to_owned(), pitr.summary());
+    }
+    let mut volumes = vec![
+        Volume {
+            name: names::DATA_VOLUME.to_owned(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: names.pvc.clone(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: names::CONFIG_VOLUME.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: names.configmap.clone(),
+                items: Some(vec![KeyToPath {
+                    key: names::MY_CNF_KEY.to_owned(),
+                    path: names::MY_CNF_KEY.to_owned(),
+                    ..KeyToPath::default()
+                }]),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    if let Some(PitrRender { storage: PitrStorage::Pvc { claim }, .. }) = &pitr {
+        volumes.push(Volume {
+            name: sidecar_env::PITR_ARCHIVE_VOLUME.to_owned(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.clone(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        });
+    }
     let node_selector =
         site.zone.as_ref().map(|zone| BTreeMap::from([(ZONE_NODE_LABEL.to_owned(), zone.clone())]));
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(labels.clone()),
-            annotations: Some(BTreeMap::from([(
-                labels::CONFIG_HASH.to_owned(),
-                config_hash(&my_cnf),
-            )])),
+            annotations: Some(annotations),
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
-            containers: vec![mysql_container(group), sidecar_container(group, &owner, site)],
+            containers: vec![
+                mysql_container(group),
+                sidecar_container(group, &owner, site, pitr.as_ref()),
+            ],
             termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
             node_selector,
-            volumes: Some(vec![
-                Volume {
-                    name: names::DATA_VOLUME.to_owned(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: names.pvc.clone(),
-                        read_only: None,
-                    }),
-                    ..Volume::default()
-                },
-                Volume {
-                    name: names::CONFIG_VOLUME.to_owned(),
-                    config_map: Some(ConfigMapVolumeSource {
-                        name: names.configmap.clone(),
-                        items: Some(vec![KeyToPath {
-                            key: names::MY_CNF_KEY.to_owned(),
-                            path: names::MY_CNF_KEY.to_owned(),
-                            ..KeyToPath::default()
-                        }]),
-                        ..ConfigMapVolumeSource::default()
-                    }),
-                    ..Volume::default()
-                },
-            ]),
+            volumes: Some(volumes),
             ..PodSpec::default()
         }),
     };

@@ -21,4 +21,10 @@ pub enum WorkloadError {
         "{scope}.{key}: the operator manages this option (it must be {value}); remove the entry"
     )]
     ManagedMysqlOption { scope: String, key: String, value: String },
+    #[error(
+        "spec.backup.pitr names profile {profile:?}, which spec.backup.profiles does not declare; name a declared profile (profileName is required when PITR is enabled)"
+    )]
+    UnknownPitrProfile { profile: String },
+    #[error("spec.backup.profiles[{profile}].storage cannot hold the PITR archive: {reason}")]
+    PitrStorage { profile: String, reason: String },
 }

@@ -39,6 +39,10 @@ pub const HEALTHY_TRUE: &str = "true";
 /// ConfigMap rolls the pod.
 pub const CONFIG_HASH: &str = "bloodraven.shipstream.io/config-hash";
 
+/// The pod template annotation holding the resolved PITR render (destination, archive ID,
+/// storage, encryption, poll interval) when PITR is enabled, so a changed render rolls the pod.
+pub const PITR_RENDER: &str = "bloodraven.shipstream.io/pitr-render";
+
 /// Container names.
 pub mod containers {
     /// The MySQL server.

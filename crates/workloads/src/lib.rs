@@ -10,7 +10,9 @@ mod error;
 pub mod labels;
 pub mod mycnf;
 pub mod names;
+pub mod pitr;
 pub mod resolve;
+pub mod sidecar_env;
 
 pub use build::{
     DEFAULT_MYSQL_IMAGE, DEFAULT_SIDECAR_IMAGE, DEFAULT_STORAGE_SIZE, ROOT_PASSWORD_KEY,

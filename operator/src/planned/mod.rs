@@ -3,7 +3,7 @@
 //! [`step`]`(&RunRecord, &Observation, &Timings, now) -> Decision` decides one pass: the next
 //! durable record (a status write conditioned on the resourceVersion of the uncached read the
 //! observation came from, and metadata changes) and the side effects that record announces.
-//! Nothing here does IO or reads a clock. The applier (a later round) commits the record first
+//! Nothing here does IO or reads a clock but [`io`], the applier, which commits the record first
 //! and runs the effects only once it committed, so a restart always lands on a record whose
 //! side effect is done or provably not started; the next pass confirms it live.
 //!
@@ -21,6 +21,7 @@
 mod admission;
 mod decision;
 mod end;
+pub mod io;
 mod model;
 mod request;
 mod rollback;

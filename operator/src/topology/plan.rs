@@ -15,6 +15,8 @@ use bloodraven_facts::{
 use bloodraven_gtid::GtidSet;
 use jiff::{SignedDuration, Timestamp};
 
+use crate::restore::guards::RestoreGuards;
+
 /// Why everything but the role fences is deferred this poll.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Deferral {
@@ -83,6 +85,9 @@ pub struct PlanInput<'a> {
     pub excluded: &'a BTreeMap<String, String>,
     /// The address followers use for each site (its internal administrative Service).
     pub addresses: &'a BTreeMap<String, (String, u16)>,
+    /// The guards of a full-instance in-place restore, from status (`restore::guards`): the
+    /// receivers held stopped, the `offline_mode` fence re-asserted, and the freeze.
+    pub restore: &'a RestoreGuards,
     /// The time of this poll.
     pub now: Timestamp,
 }
@@ -145,6 +150,9 @@ pub enum Alert {
         /// Each candidate with the count of transactions only it has.
         sites: Vec<(String, u128)>,
     },
+    /// A full-instance in-place restore runs: the topology manager is frozen (no promotion,
+    /// auto-clone or recovery action); only the role fences and the restore's guards act.
+    RestoreFrozen,
     /// Several PrimaryCandidates are writable and no winner can be named.
     SplitBrainUnresolved {
         /// The writable candidates.
@@ -243,6 +251,18 @@ pub enum Step {
         /// Its transactions the primary lacks.
         divergent: GtidSet,
     },
+    /// `STOP REPLICA IO_THREAD` on a site a restore's reclone queue holds (Armed past Fencing,
+    /// or Held) whose receiver someone started.
+    StopReceiver {
+        /// The queued site.
+        site: String,
+    },
+    /// `SET GLOBAL offline_mode = ON` on the primary a restore fences (a restarted mysqld comes
+    /// back with it OFF).
+    OfflineFence {
+        /// The fenced primary.
+        site: String,
+    },
     /// Tell a human.
     Alert(Alert),
 }
@@ -304,6 +324,11 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
             }
         })
         .collect();
+    restore_guards(input, &mut steps);
+    if input.restore.frozen {
+        steps.push(Step::Alert(Alert::RestoreFrozen));
+        return steps;
+    }
     if let Some(deferral) = input.deferral {
         steps.push(Step::Alert(Alert::Deferred(deferral.clone())));
         return steps;
@@ -337,6 +362,24 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Step> {
         },
     }
     steps
+}
+
+/// The restore's guards that act every poll, also while frozen or deferred: the fenced
+/// primary's `offline_mode` re-asserted, held receivers re-stopped.
+fn restore_guards(input: &PlanInput<'_>, steps: &mut Vec<Step>) {
+    if let Some(site) = input.restore.offline_fence.as_ref()
+        && let Some(fact) = input.facts.iter().find(|fact| fact.name == *site)
+        && matches!(fact.state, SiteState::Writable | SiteState::ReadOnly)
+        && !fact.offline_mode
+    {
+        steps.push(Step::OfflineFence { site: site.clone() });
+    }
+    for fact in input.facts.iter().filter(|fact| input.restore.hold_receivers.contains(&fact.name))
+    {
+        if fact.replica.as_ref().is_some_and(|replica| replica.io_running) {
+            steps.push(Step::StopReceiver { site: fact.name.clone() });
+        }
+    }
 }
 
 /// No PrimaryCandidate is writable.

@@ -5,6 +5,7 @@
     reason = "test helpers; a failing unwrap is a test failure with a line number"
 )]
 
+mod backup;
 mod bad_input;
 mod crash_sweep;
 mod deploy;
@@ -13,4 +14,9 @@ mod live;
 mod planned_core;
 mod planned_props;
 mod planned_world;
+mod restore_clone;
+mod restore_core;
+mod restore_live;
+mod restore_plan;
+mod restore_run;
 mod topology_plan;

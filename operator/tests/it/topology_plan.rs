@@ -102,6 +102,7 @@ impl World {
             deferral: self.deferral.as_ref(),
             excluded: &self.excluded,
             addresses: &self.addresses,
+            restore: &bloodraven_operator::restore::guards::NO_GUARDS,
             now: now(),
         })
     }

@@ -17,18 +17,19 @@ use bloodraven_archive::{ArchiveId, Destination, NormalizedDestination};
 use bloodraven_store::{
     ArchiveRoot, FsStore, MountInfoSource, S3Config, S3Credentials, S3Store, Store, check_pvc_store,
 };
+use bloodraven_workloads::sidecar_env as env;
 use jiff::Timestamp;
 use tokio::sync::watch;
 
 use super::local::LocalBinlogs;
 use super::mysql::{MysqlServer, Server as _};
-use super::retention::NoCutoff;
+use super::retention::OperatorCutoff;
 use super::run::{Archiver, ArchiverConfig, run_sampler};
 use super::session::WriterIdentity;
 use super::status::ArchiverStatus;
 
 /// Where the PVC archive volume is mounted in the sidecar container.
-pub const PVC_MOUNT_PATH: &str = "/run/bloodraven/pitr-archive";
+pub const PVC_MOUNT_PATH: &str = env::PVC_MOUNT_PATH;
 
 /// Why the archiver's settings are unusable (the sidecar refuses to start the archiver).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,7 +64,7 @@ pub struct ArchiverSettings {
     pub key_revision: Option<String>,
     /// The MySQL data directory (read-only mount) and index name.
     pub data_dir: PathBuf,
-    /// `binlog.index` by default.
+    /// `binlog.index` (MySQL's default) unless set; the operator renders `mysql-bin.index`.
     pub index_name: String,
     /// `PEER_CHECK_INTERVAL`.
     pub probe_interval: Duration,
@@ -71,6 +72,11 @@ pub struct ArchiverSettings {
     pub poll_interval: Duration,
     /// How often the index is checked for a rotation.
     pub scan_floor: Duration,
+    /// The operator's `host:port` (`BLOODRAVEN_ADDRESS`) for `/pitr-cutoff`; `None`: retention
+    /// defers.
+    pub operator: Option<String>,
+    /// The live lab's stand-in for the PVC archive mount (`BLOODRAVEN_LAB_PVC_MOUNT`).
+    pub lab_pvc_mount: Option<PathBuf>,
 }
 
 fn required(
@@ -124,21 +130,21 @@ impl ArchiverSettings {
     /// Reads the settings through `var` (the binary passes `std::env::var`). `Ok(None)` when
     /// PITR is not configured (no `BLOODRAVEN_PITR_ARCHIVE_ID`).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, SettingsError> {
-        let Some(archive_text) = var("BLOODRAVEN_PITR_ARCHIVE_ID").filter(|v| !v.is_empty()) else {
+        let Some(archive_text) = var(env::PITR_ARCHIVE_ID).filter(|v| !v.is_empty()) else {
             return Ok(None);
         };
         let archive_id: ArchiveId =
             archive_text.parse().map_err(|e: bloodraven_archive::Error| {
                 SettingsError::Invalid {
-                    name: "BLOODRAVEN_PITR_ARCHIVE_ID",
+                    name: env::PITR_ARCHIVE_ID,
                     value: archive_text.clone(),
                     detail: e.to_string(),
                 }
             })?;
-        let uid = required(&var, "BLOODRAVEN_FAILOVER_GROUP_UID")?;
-        let destination_text = required(&var, "BLOODRAVEN_PITR_DESTINATION")?;
+        let uid = required(&var, env::FAILOVER_GROUP_UID)?;
+        let destination_text = required(&var, env::PITR_DESTINATION)?;
         let invalid_destination = |detail: String| SettingsError::Invalid {
-            name: "BLOODRAVEN_PITR_DESTINATION",
+            name: env::PITR_DESTINATION,
             value: destination_text.clone(),
             detail,
         };
@@ -157,35 +163,37 @@ impl ArchiverSettings {
                 destination: normalized.to_string(),
             });
         }
-        let mode = var("BLOODRAVEN_PITR_ENCRYPTION_MODE").unwrap_or_else(|| "None".into());
+        let mode = var(env::PITR_ENCRYPTION_MODE).unwrap_or_else(|| "None".into());
         if mode != "None" {
             return Err(SettingsError::Invalid {
-                name: "BLOODRAVEN_PITR_ENCRYPTION_MODE",
+                name: env::PITR_ENCRYPTION_MODE,
                 value: mode,
                 detail: "this build's archiver writes plaintext archives only (the BRV1 object envelope is not built yet)".into(),
             });
         }
         Ok(Some(ArchiverSettings {
-            site: required(&var, "SITE_NAME")?,
+            site: required(&var, env::SITE_NAME)?,
             source: SourceRef {
-                namespace: required(&var, "BLOODRAVEN_GROUP_NAMESPACE")?,
-                name: required(&var, "BLOODRAVEN_GROUP_NAME")?,
+                namespace: required(&var, env::GROUP_NAMESPACE)?,
+                name: required(&var, env::GROUP_NAME)?,
                 uid,
             },
             archive_id,
             destination,
             normalized,
-            key_revision: var("BLOODRAVEN_PITR_KEY_REVISION").filter(|v| !v.is_empty()),
-            data_dir: var("BLOODRAVEN_MYSQL_DATA_DIR")
+            key_revision: var(env::PITR_KEY_REVISION).filter(|v| !v.is_empty()),
+            data_dir: var(env::MYSQL_DATA_DIR)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "/var/lib/mysql".into())
                 .into(),
-            index_name: var("BLOODRAVEN_BINLOG_INDEX")
+            index_name: var(env::BINLOG_INDEX)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "binlog.index".into()),
-            probe_interval: seconds(&var, "PEER_CHECK_INTERVAL", Duration::from_secs(5))?,
-            poll_interval: seconds(&var, "ARCHIVE_POLL_INTERVAL", Duration::from_secs(60))?,
-            scan_floor: seconds(&var, "ARCHIVE_SCAN_FLOOR", Duration::from_secs(1))?,
+            probe_interval: seconds(&var, env::PEER_CHECK_INTERVAL, Duration::from_secs(5))?,
+            poll_interval: seconds(&var, env::ARCHIVE_POLL_INTERVAL, Duration::from_secs(60))?,
+            scan_floor: seconds(&var, env::ARCHIVE_SCAN_FLOOR, Duration::from_secs(1))?,
+            operator: var(env::OPERATOR_ADDRESS).filter(|v| !v.is_empty()),
+            lab_pvc_mount: var(env::LAB_PVC_MOUNT).filter(|v| !v.is_empty()).map(PathBuf::from),
         }))
     }
 
@@ -252,8 +260,21 @@ pub async fn run(
     status: watch::Sender<Option<serde_json::Value>>,
     stop: impl Future<Output = ()> + Send,
 ) {
-    let pvc = std::path::Path::new(PVC_MOUNT_PATH);
-    run_with(settings, server, status, stop, &MountInfoSource::ProcSelf, pvc).await;
+    match settings.lab_pvc_mount.clone() {
+        // The lab: its directory is declared a mount point, so the check passes there.
+        Some(dir) => {
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            let mountinfo = MountInfoSource::Text(format!(
+                "1 0 0:1 / / rw - ext4 /dev/root rw\n2 1 0:2 / {} rw - ext4 /dev/lab-pvc rw\n",
+                dir.display()
+            ));
+            run_with(settings, server, status, stop, &mountinfo, &dir).await;
+        }
+        None => {
+            let pvc = std::path::Path::new(PVC_MOUNT_PATH);
+            run_with(settings, server, status, stop, &MountInfoSource::ProcSelf, pvc).await;
+        }
+    }
 }
 
 /// [`run`] with the mount table and the PVC mount path injected (tests and the lab).
@@ -285,14 +306,22 @@ pub async fn run_with(
     };
     let local = LocalBinlogs::new(&settings.data_dir, &settings.index_name);
     let index_path = settings.data_dir.join(&settings.index_name);
-    let mut archiver = Archiver::open(store, settings.config(root, kind), local, NoCutoff).await;
+    let cutoff = OperatorCutoff {
+        operator: settings.operator.clone(),
+        namespace: settings.source.namespace.clone(),
+        group: settings.source.name.clone(),
+        archive: settings.archive_id.to_string(),
+    };
+    let mut archiver = Archiver::open(store, settings.config(root, kind), local, cutoff).await;
     let tracker = archiver.tracker();
+    let episodes = tracker.clone();
     let (stop_sampler, sampler_stopped) = tokio::sync::oneshot::channel::<()>();
     let sampler =
         tokio::spawn(run_sampler(server.clone(), tracker, settings.probe_interval, async {
             let _ = sampler_stopped.await;
         }));
     let mut last_stamp = None;
+    let mut last_episode = None;
     let mut last_scan: Option<tokio::time::Instant> = None;
     let mut ticker = tokio::time::interval(settings.scan_floor);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -303,10 +332,14 @@ pub async fn run_with(
         }
         let stamp = index_stamp(&index_path);
         let due = last_scan.is_none_or(|at| at.elapsed() >= settings.poll_interval);
-        if stamp == last_stamp && !due {
+        // A promotion (a new writable episode) scans at once: the promotion record is saved
+        // and the files sealed meanwhile are uploaded without waiting for a rotation.
+        let episode = episodes.lock().ok().and_then(|tracker| tracker.episode());
+        if stamp == last_stamp && episode == last_episode && !due {
             continue;
         }
         last_stamp = stamp;
+        last_episode = episode;
         last_scan = Some(tokio::time::Instant::now());
         let integrity = server.integrity().await;
         let _ = archiver.scan(integrity, Timestamp::now()).await;
@@ -361,5 +394,45 @@ mod tests {
         };
         let text = s3.normalize().unwrap();
         assert_eq!(parse_destination(text.as_str()).unwrap().normalize().unwrap(), text);
+    }
+
+    /// The contract between the operator's render and this reader: the sidecar container's
+    /// environment, as `bloodraven-workloads` renders it, starts the archiver with the identity
+    /// the operator derived.
+    #[test]
+    fn the_operators_render_starts_the_archiver_with_its_identity() {
+        use bloodraven_crd::fixtures::GroupFixture;
+        use bloodraven_crd::group::PitrSpec;
+
+        let mut group = GroupFixture::three_sites().with_s3_profile("nightly").build();
+        group.spec.backup.get_or_insert_with(Default::default).pitr = Some(PitrSpec {
+            enabled: Some(true),
+            profile_name: Some("nightly".to_owned()),
+            max_binlog_size: None,
+            archive_poll_interval: Some(Duration::from_secs(120).into()),
+        });
+        let render = bloodraven_workloads::pitr::render(&group).unwrap().unwrap();
+        let objects = bloodraven_workloads::site_objects(&group, "pdx").unwrap();
+        let pod = objects.deployment.spec.template.spec.unwrap();
+        let container = pod
+            .containers
+            .into_iter()
+            .find(|c| c.name == bloodraven_workloads::containers::SIDECAR)
+            .unwrap();
+        let pairs: Vec<(&str, String)> = container
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|var| Some((var.name.as_str(), var.value.clone()?)))
+            .collect();
+        let settings = ArchiverSettings::from_vars(vars(&pairs)).unwrap().unwrap();
+        assert_eq!(settings.archive_id, render.archive_id);
+        assert_eq!(settings.normalized, render.normalized);
+        assert_eq!(settings.site, "pdx");
+        assert_eq!(settings.source.uid, render.group_uid);
+        assert_eq!(settings.source.namespace, "orders");
+        assert_eq!(settings.index_name, "mysql-bin.index");
+        assert_eq!(settings.data_dir, PathBuf::from("/var/lib/mysql"));
+        assert_eq!(settings.poll_interval, Duration::from_secs(120));
     }
 }

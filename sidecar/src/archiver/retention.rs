@@ -64,6 +64,95 @@ impl CutoffSource for NoCutoff {
     }
 }
 
+/// The operator's `/pitr-cutoff` over HTTP (`BLOODRAVEN_ADDRESS`): `GET
+/// /pitr-cutoff?namespace=&group=&archive=<BLOODRAVEN_PITR_ARCHIVE_ID>&coverage=gtid-v1`.
+/// Without an operator address retention always defers (`noCutoffSource`).
+#[derive(Debug, Clone)]
+pub struct OperatorCutoff {
+    /// The operator's `host:port`; `None`: none configured.
+    pub operator: Option<String>,
+    /// The group's namespace.
+    pub namespace: String,
+    /// The group's name.
+    pub group: String,
+    /// This sidecar's archive ID.
+    pub archive: String,
+}
+
+/// How long one `/pitr-cutoff` request may take.
+const CUTOFF_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The reply's JSON (the operator's `CutoffBody`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CutoffBody {
+    #[serde(default)]
+    archive: String,
+    #[serde(default)]
+    coverage: Option<String>,
+    #[serde(rename = "retainedGTIDs", default)]
+    retained_gtids: Vec<String>,
+    #[serde(default)]
+    cutoff_time: Option<Timestamp>,
+    #[serde(default)]
+    retention_deferred_reason: Option<String>,
+}
+
+/// Reads a `/pitr-cutoff` answer (status and body).
+pub fn parse_cutoff_reply(status: u16, body: &str) -> Result<CutoffReply, CutoffError> {
+    match status {
+        200 => {}
+        429 => {
+            return Err(CutoffError(
+                "the operator rate-limited this caller (429); retrying after the retention interval".to_owned(),
+            ));
+        }
+        other => {
+            return Err(CutoffError(format!("the operator answered {other}: {}", body.trim())));
+        }
+    }
+    let body: CutoffBody = serde_json::from_str(body)
+        .map_err(|e| CutoffError(format!("the operator's answer is not a cutoff reply: {e}")))?;
+    if let Some(reason) = body.retention_deferred_reason {
+        return Ok(CutoffReply::Deferred(reason));
+    }
+    let retained_gtids = body
+        .retained_gtids
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            text.parse::<GtidSet>().map_err(|e| {
+                CutoffError(format!(
+                    "retainedGTIDs[{index}] is not a GTID set ({e}); retention defers"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CutoffReply::Proof(CutoffProof {
+        archive: body.archive,
+        coverage: body.coverage.unwrap_or_default(),
+        retained_gtids,
+        cutoff_time: body.cutoff_time,
+    }))
+}
+
+impl CutoffSource for OperatorCutoff {
+    async fn fetch(&self) -> Result<CutoffReply, CutoffError> {
+        let Some(operator) = self.operator.as_deref().filter(|operator| !operator.is_empty())
+        else {
+            return Ok(CutoffReply::Deferred("noCutoffSource".to_owned()));
+        };
+        let path = format!(
+            "/pitr-cutoff?namespace={}&group={}&archive={}&coverage={COVERAGE_GTID_V1}",
+            self.namespace, self.group, self.archive
+        );
+        let reply = crate::http_get::get(operator, &path, CUTOFF_TIMEOUT)
+            .await
+            .map_err(|e| CutoffError(e.to_string()))?;
+        parse_cutoff_reply(reply.status, &reply.body)
+    }
+}
+
 /// Why no row may retire under this proof.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Deferral {
@@ -218,5 +307,44 @@ mod tests {
         let mut other = proof(&[&format!("{A}:1-20")], day(9));
         other.archive = "ar1-aaaaaaaaaaaaaaaaaaaaaaaaaa".into();
         assert!(matches!(deferred(other), Deferral::OtherArchive(_)));
+    }
+
+    #[test]
+    fn the_operators_reply_reads_as_a_proof_or_a_deferral() {
+        let proof = parse_cutoff_reply(
+            200,
+            &format!(
+                r#"{{"namespace":"prod","group":"lion","archive":"{}","coverage":"gtid-v1","retainedGTIDs":["{A}:1-20"],"cutoffTime":"2026-11-10T00:00:00Z"}}"#,
+                archive_id()
+            ),
+        )
+        .unwrap();
+        let CutoffReply::Proof(proof) = proof else { panic!("expected a proof") };
+        assert_eq!(proof.archive, archive_id().as_str());
+        assert_eq!(proof.coverage, COVERAGE_GTID_V1);
+        assert_eq!(proof.retained_gtids, vec![format!("{A}:1-20").parse::<GtidSet>().unwrap()]);
+        assert_eq!(proof.cutoff_time, Some("2026-11-10T00:00:00Z".parse().unwrap()));
+        assert_eq!(
+            parse_cutoff_reply(
+                200,
+                r#"{"archive":"x","retentionDeferredReason":"noRetainedBackups"}"#
+            )
+            .unwrap(),
+            CutoffReply::Deferred("noRetainedBackups".to_owned())
+        );
+        // A time-only reply from an older operator reads as a proof without coverage, which
+        // `eligible` refuses.
+        let CutoffReply::Proof(old) =
+            parse_cutoff_reply(200, r#"{"cutoffTime":"2026-11-10T00:00:00Z"}"#).unwrap()
+        else {
+            panic!("expected a proof")
+        };
+        assert!(old.coverage.is_empty());
+        assert!(parse_cutoff_reply(429, "").unwrap_err().0.contains("429"));
+        assert!(
+            parse_cutoff_reply(404, "not this archive").unwrap_err().0.contains("not this archive")
+        );
+        let bad = parse_cutoff_reply(200, r#"{"coverage":"gtid-v1","retainedGTIDs":["nope"]}"#);
+        assert!(bad.unwrap_err().0.contains("retainedGTIDs[0]"));
     }
 }

@@ -9,6 +9,7 @@
 
 mod archiver;
 mod archiver_mysql;
+mod backup_restore;
 
 use std::future::Future;
 use std::time::Duration;

@@ -41,12 +41,12 @@ fn navigation_table() {
         ),
         (
             vec![Intent::Open, Intent::PreviousTab],
-            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Backups },
+            Screen::Group { key: key("orders", "carts"), tab: DetailTab::Runbooks },
             Mode::Detail,
             0,
         ),
         (
-            vec![Intent::Open, Intent::Tab(6), Intent::NextTab],
+            vec![Intent::Open, Intent::Tab(7), Intent::NextTab],
             Screen::Group { key: key("orders", "carts"), tab: DetailTab::Overview },
             Mode::Detail,
             0,

@@ -148,6 +148,13 @@ pub static EVENTS: &[EventEntry] = &[
         "Promote the freshest site with a planned failover.",
     ),
     event(
+        "RestoreInPlaceRunning",
+        false,
+        Extension,
+        "A full-instance in-place restore runs: the topology manager is frozen (no promotion, clone or recovery action); it keeps the offline_mode fence and the held receivers.",
+        "Nothing; watch status.restoreInPlace. The freeze ends when the run leaves Fencing, Restoring and Resuming.",
+    ),
+    event(
         "ActiveSiteUnreachable",
         true,
         Extension,

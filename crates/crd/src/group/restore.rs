@@ -334,6 +334,28 @@ pub struct RestoreReclones {
     /// The reclone request the queue wrote and is waiting for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<RecloneRequest>,
+    /// The earlier restore's queue this run replaced while it was still draining or held: put
+    /// back when this run fails (drains again when this run never started creating its Job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<ReplacedQueue>,
+    /// Fields a newer operator wrote that this version does not know.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.restoreReclones.replaced`: an earlier queue a newer restore took over.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacedQueue {
+    /// Its phase when it was replaced (Draining or Held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RestoreReclonesPhase>,
+    /// The run that fixed it.
+    #[serde(rename = "runID", default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Its sites still queued, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// Fields a newer operator wrote that this version does not know.
     #[serde(flatten)]
     pub extra: Extra,

@@ -8,7 +8,7 @@ use super::StepError;
 use super::checks::Seen;
 use super::operator::resolve_object;
 use crate::live::LiveLab;
-use crate::model::{ConvergedCheck, EventCheck, StatusCheck};
+use crate::model::{ConvergedCheck, EventCheck, OutcomeCheck, StatusCheck};
 
 /// Walks a dotted path: `status.activeSite`, `status.sites[1].state`,
 /// `status.sites[name=pdx].sourceConvergenceState`, `status.conditions[type=Ready].status`.
@@ -161,5 +161,31 @@ pub(super) fn converged(live: &LiveLab, check: &ConvergedCheck) -> Seen {
                 site.source_convergence_state == Some(SourceConvergenceState::Converged)
                     && site.replicating == Some(true)
             });
+    Seen { holds, seen }
+}
+
+/// The last planned failover's outcome: `outcome` matches the block's phase (`Succeeded`,
+/// `Failed`) or its `result.outcome` (`NotStarted`, `RolledBack`, ...); `reason`, when given,
+/// its `result.reason`.
+pub(super) fn outcome(live: &LiveLab, check: &OutcomeCheck) -> Seen {
+    let Some(object) = live.group_object() else {
+        return Seen { holds: false, seen: "no group object".into() };
+    };
+    let block = &object["status"]["plannedFailover"];
+    if block.is_null() {
+        return Seen { holds: false, seen: "no status.plannedFailover".into() };
+    }
+    let phase = block["phase"].as_str().unwrap_or("");
+    let result = block["result"]["outcome"].as_str().unwrap_or("");
+    let reason = block["result"]["reason"].as_str().unwrap_or("");
+    let terminal = matches!(phase, "Succeeded" | "Failed");
+    let holds = terminal
+        && (check.outcome == phase || check.outcome == result)
+        && check.reason.as_deref().is_none_or(|want| want == reason);
+    let seen = format!(
+        "plannedFailover run {} phase {phase:?} outcome {result:?} reason {reason:?}: {}",
+        block["runID"].as_str().unwrap_or("?"),
+        block["message"].as_str().unwrap_or("")
+    );
     Seen { holds, seen }
 }

@@ -6,6 +6,7 @@ mod anchors;
 mod archive_bugs;
 mod examples;
 mod helpers;
+mod index;
 mod order;
 mod property;
 mod tokens;

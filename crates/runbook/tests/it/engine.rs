@@ -24,17 +24,16 @@ fn held_view() -> GroupView {
     GroupView::of(&GroupFixture::three_sites().with_hold(manual_recovery_hold()).build())
 }
 
+/// A healthy group is offered only the procedure a human may choose: the planned failover.
 #[test]
-fn a_healthy_group_has_no_runbook() {
+fn a_healthy_group_has_no_runbook_but_the_planned_failover() {
     let all = super::shipped();
     let view = GroupView::of(&GroupFixture::three_sites().build());
     let ranked = applicable(&all, &view);
     assert!(ranked.errors.is_empty(), "{:?}", ranked.errors);
-    assert!(
-        ranked.runbooks.is_empty(),
-        "{:?}",
-        ranked.runbooks.iter().map(|r| &r.id).collect::<Vec<_>>()
-    );
+    let ids: Vec<&str> = ranked.runbooks.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["planned-failover-before"]);
+    assert_eq!(ranked.runbooks[0].severity, Severity::Info);
 }
 
 #[test]
@@ -211,7 +210,13 @@ fn each_runbook_applies_to_its_scenario_alone() {
     for (id, view) in scenarios() {
         let ranked = applicable(&all, &view);
         assert!(ranked.errors.is_empty(), "{id}: {:?}", ranked.errors);
-        let ids: Vec<&str> = ranked.runbooks.iter().map(|r| r.id.as_str()).collect();
+        // The planned failover's "before" is offered wherever one primary writes (info).
+        let ids: Vec<&str> = ranked
+            .runbooks
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| *id != "planned-failover-before")
+            .collect();
         assert_eq!(ids, [id], "scenario {id}");
     }
 }

@@ -7,6 +7,7 @@ mod scenarios;
 mod schema;
 mod shipped;
 mod view;
+mod walks;
 
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,19 @@ use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_runbook::{GroupView, applicable};
 use serde::Deserialize;
 
+/// The static scenario files.
+pub(crate) const NAMES: [&str; 7] = [
+    "healthy",
+    "hold-standing",
+    "reclone-held",
+    "reclone-draining",
+    "planned-failover-waiting",
+    "archive-gap",
+    "pitr-divergent",
+];
+
 /// The groups of one scenario file (other kinds are skipped).
-fn groups(name: &str) -> Vec<MysqlFailoverGroup> {
+pub(crate) fn groups(name: &str) -> Vec<MysqlFailoverGroup> {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../console/scenarios/{name}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -28,13 +39,13 @@ fn groups(name: &str) -> Vec<MysqlFailoverGroup> {
 fn each_scenario_offers_its_runbooks() {
     let all = super::shipped();
     let expected: &[(&str, &[&str])] = &[
-        ("healthy", &[]),
+        ("healthy", &["planned-failover-before", "no-primary", "planned-failover-before"]),
         ("hold-standing", &["automation-hold"]),
         ("reclone-held", &["held-reclone-queue"]),
         ("reclone-draining", &[]),
-        ("planned-failover-waiting", &[]),
-        ("archive-gap", &["archive-not-ready"]),
-        ("pitr-divergent", &[]),
+        ("planned-failover-waiting", &["planned-failover-during"]),
+        ("archive-gap", &["archive-not-ready", "planned-failover-before"]),
+        ("pitr-divergent", &["pitr-divergent-history"]),
     ];
     let mut failures = Vec::new();
     for (scenario, want) in expected {

@@ -269,18 +269,27 @@ impl Instance {
             attempt += 1;
             self.start()?;
             match self.wait_ready(timeout).await {
-                Err(SitesError::Exited { log_tail, .. })
-                    if self.port_auto
-                        && attempt < PORT_ATTEMPTS
-                        && (log_tail.contains("Address already in use")
-                            || log_tail.contains("already have another mysqld")) =>
-                {
-                    tracing::info!(site = %self.name, port = self.port, "port taken; choosing another");
-                    self.port = free_port()?;
-                }
+                Err(error) if attempt < PORT_ATTEMPTS && self.replace_port_if_taken(&error)? => {}
                 other => return other,
             }
         }
+    }
+
+    /// After a failed start: when the port was chosen automatically and mysqld exited because
+    /// someone else bound it between choosing and binding, chooses another free port (the next
+    /// [`Instance::start`] uses it) and returns `true`. Any other failure returns `false`.
+    pub fn replace_port_if_taken(&mut self, failure: &SitesError) -> Result<bool> {
+        let SitesError::Exited { log_tail, .. } = failure else { return Ok(false) };
+        if !self.port_auto
+            || !(log_tail.contains("Address already in use")
+                || log_tail.contains("already have another mysqld"))
+        {
+            return Ok(false);
+        }
+        let taken = self.port;
+        self.port = free_port()?;
+        tracing::info!(site = %self.name, taken, port = self.port, "port taken; choosing another");
+        Ok(true)
     }
 
     /// Returns the exit status if the process has exited (and forgets it).

@@ -148,3 +148,39 @@ async fn a_kept_folder_is_reused_like_a_pvc_and_extra_options_win() {
     assert_eq!(second.gtid_executed().await.unwrap(), gtids);
     second.kill().await.unwrap();
 }
+
+/// Seen in CI: another process bound the automatically chosen port between choosing and
+/// mysqld's bind, and the lab kubelet restarted mysqld on that port forever. The runner's
+/// own start retries on another port, and a caller driving `start`/`wait_ready` itself (the
+/// kubelet) gets `replace_port_if_taken` to do the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_taken_before_mysqld_binds_it_is_replaced() {
+    let (dist, template) = dist_and_template().await;
+    let mut site =
+        Instance::create(&dist, &template, InstanceSpec::new("taken", 31)).await.unwrap();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", site.port())).unwrap();
+    site.start().unwrap();
+    let failure = site.wait_ready(READY).await.expect_err("the port is taken: mysqld must exit");
+    assert!(site.replace_port_if_taken(&failure).unwrap(), "not seen as a taken port: {failure}");
+    assert_ne!(site.port(), squatter.local_addr().unwrap().port());
+    site.start().unwrap();
+    site.wait_ready(READY).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(site.flags().await.is_ok());
+
+    // The runner's own start does it unasked; a fixed port is never replaced.
+    let mut again =
+        Instance::create(&dist, &template, InstanceSpec::new("taken2", 32)).await.unwrap();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", again.port())).unwrap();
+    again.start_and_wait(READY).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(again.port(), squatter.local_addr().unwrap().port());
+    drop(squatter);
+    let mut fixed = InstanceSpec::new("fixed", 33);
+    let busy = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    fixed.port = Some(busy.local_addr().unwrap().port());
+    let mut fixed = Instance::create(&dist, &template, fixed).await.unwrap();
+    fixed.start().unwrap();
+    let failure = fixed.wait_ready(READY).await.expect_err("the fixed port is taken");
+    assert!(!fixed.replace_port_if_taken(&failure).unwrap(), "a fixed port is the caller's");
+    site.kill().await.unwrap();
+    again.kill().await.unwrap();
+}

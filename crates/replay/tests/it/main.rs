@@ -1,0 +1,12 @@
+//! Integration tests of bloodraven-replay.
+//!
+//! - `real_mysql`: download, plan and replay on real MySQL 9.7 (needs
+//!   `source scripts/provision.sh`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    reason = "test helpers; failures are test failures, and the test prints the PITR lines it proved"
+)]
+
+mod real_mysql;

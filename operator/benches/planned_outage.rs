@@ -1,0 +1,228 @@
+//! The write outage of a planned failover (issue 13, goal: median ≤ 1 s on this 2-core
+//! machine): median and max of 20 planned failovers (3 with BLOODRAVEN_BENCH_QUICK) with a
+//! caught-up target, real MySQL 9.7 (`source scripts/provision.sh`).
+//!
+//! One lab API server, lab kubelet and the operator's controller (in this process, with the
+//! document's timings) run the example group with `failoverCooldown: 0s`, so back-to-back runs
+//! are admitted. Each run annotates the group with a planned failover to the other
+//! PrimaryCandidate while a probe writes as the application account (no SUPER) every 5 ms:
+//! first on the source's internal address until a write is refused (`super_read_only`, or the
+//! drain killing the session), then on the target's until one is accepted. The figure is the
+//! first refused write to the first accepted write. The run's record must end Succeeded.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "benchmark harness: it reports on stdout (BENCH lines) and panics on a broken setup"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bloodraven_kubelet::{Kubelet, KubeletConfig};
+use bloodraven_lab::{Lab, LabConfig};
+use bloodraven_operator::controller::{self, Context};
+use bloodraven_operator::manager::Tuning;
+use bloodraven_sites::accounts::{self, APPLICATION};
+use bloodraven_sites::mysqld::MysqlDist;
+use bloodraven_sites::proxy::ProxyHub;
+use bloodraven_sites::template::ensure_template_async;
+use bloodraven_workloads::{Resolver, ports};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use mysql_async::prelude::Queryable;
+use serde_json::Value;
+use support::{apply_example, median, quick};
+
+const NAMESPACE: &str = "orders";
+const GROUP: &str = "orders";
+const BOUND: Duration = Duration::from_secs(240);
+
+async fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(started.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The active site once the group converged: Ready, a writable primary, followers replicating
+/// from it.
+fn converged(group: &Value) -> Option<String> {
+    let status = &group["status"];
+    let active = status["activeSite"].as_str()?;
+    let ready = status["conditions"]
+        .as_array()?
+        .iter()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    let sites = status["sites"].as_array()?;
+    let ok = sites.len() == 3
+        && sites.iter().all(|site| {
+            if site["name"] == active {
+                site["state"] == "writable"
+            } else {
+                site["replicating"] == true && site["sourceConvergenceState"] == "Converged"
+            }
+        });
+    (ready && ok).then(|| active.to_owned())
+}
+
+/// One probe write on `conn` (re-dialled at `opts` when the session broke): true when it was
+/// accepted.
+async fn write(conn: &mut Option<mysql_async::Conn>, opts: &mysql_async::Opts, key: u64) -> bool {
+    if conn.is_none() {
+        *conn = tokio::time::timeout(Duration::from_secs(2), mysql_async::Conn::new(opts.clone()))
+            .await
+            .ok()
+            .and_then(Result::ok);
+    }
+    let Some(session) = conn.as_mut() else { return false };
+    let insert = format!(
+        "INSERT INTO `{}` (k, writer, written_at_us) VALUES ({key}, 'bench-probe', 0)",
+        accounts::LEDGER_TABLE
+    );
+    match tokio::time::timeout(Duration::from_secs(2), session.query_drop(insert)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(mysql_async::Error::Server(_))) => false,
+        _ => {
+            *conn = None;
+            false
+        }
+    }
+}
+
+/// One planned failover from `source` to `target`: seconds from the first refused write on the
+/// source to the first accepted write on the target.
+async fn run(
+    lab: &Lab,
+    groups: &Api<DynamicObject>,
+    address: &impl Fn(&str) -> SocketAddr,
+    (source, target): (&str, &str),
+    index: u64,
+) -> f64 {
+    let opts = |site: &str| accounts::opts(&APPLICATION, address(site), Some(accounts::APP_SCHEMA));
+    let (source_opts, target_opts) = (opts(source), opts(target));
+    let mut on_source = None;
+    let mut key = 2_000_000_000_000 + index * 1_000_000;
+    key += 1;
+    assert!(write(&mut on_source, &source_opts, key).await, "the source {source} takes writes");
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {"bloodraven.shipstream.io/planned-failover": target}}
+    });
+    groups.patch(GROUP, &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let requested = Instant::now();
+    let refused = loop {
+        key += 1;
+        if !write(&mut on_source, &source_opts, key).await {
+            break Instant::now();
+        }
+        assert!(requested.elapsed() < BOUND, "{source} never refused a write");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let mut on_target = None;
+    let accepted = loop {
+        key += 1;
+        if write(&mut on_target, &target_opts, key).await {
+            break Instant::now();
+        }
+        assert!(refused.elapsed() < BOUND, "{target} never accepted a write");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let outage = accepted.duration_since(refused).as_secs_f64();
+    let outcome = wait_for("the run's terminal record", || {
+        let group =
+            lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some(NAMESPACE), GROUP)?;
+        let block = &group["status"]["plannedFailover"];
+        matches!(block["phase"].as_str(), Some("Succeeded" | "Failed"))
+            .then(|| format!("{} {block:#} sites {:#}", block["phase"], group["status"]["sites"]))
+    })
+    .await;
+    assert!(outcome.starts_with("\"Succeeded\""), "run {index}: {outcome}");
+    wait_for("the group to converge on the target", || {
+        let group =
+            lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some(NAMESPACE), GROUP)?;
+        (converged(&group)? == target).then_some(())
+    })
+    .await;
+    println!("run {index}: {source} -> {target}: outage {outage:.3} s");
+    outage
+}
+
+async fn bench(dist: &MysqlDist, runs: u64) -> Vec<f64> {
+    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
+    let mut group = support::renamed(&apply_example(&lab), GROUP);
+    group["spec"]["failoverCooldown"] = Value::from("0s");
+    lab.apply(group).expect("the example group with no cooldown");
+    let client = kube::Client::try_from(kube::Config::new(lab.url().parse().unwrap())).unwrap();
+    let template = ensure_template_async(dist).await.expect("the template data directory");
+    let root = support::short_root();
+    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
+    let mut config = KubeletConfig::new(root.path());
+    config.namespace = Some(NAMESPACE.to_owned());
+    let kubelet = Kubelet::start(client.clone(), dist.clone(), template, hub, config)
+        .await
+        .expect("the kubelet");
+    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
+    let resolver = kubelet.resolver();
+    let context =
+        Arc::new(Context::new(client.clone(), Arc::new(resolver.clone()), tuning, "bench"));
+    let controller = tokio::spawn(controller::run(context.clone(), Some(NAMESPACE)));
+    let first = wait_for("the group to converge", || {
+        converged(&lab.get(
+            "shipstream.io/v1alpha1",
+            "MysqlFailoverGroup",
+            Some(NAMESPACE),
+            GROUP,
+        )?)
+    })
+    .await;
+    let resource = kube::api::ApiResource {
+        group: "shipstream.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "shipstream.io/v1alpha1".into(),
+        kind: "MysqlFailoverGroup".into(),
+        plural: "mysqlfailovergroups".into(),
+    };
+    let groups: Api<DynamicObject> = Api::namespaced_with(client, NAMESPACE, &resource);
+    let address = |site: &str| -> SocketAddr {
+        let address = resolver
+            .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
+            .expect("the internal Service resolves");
+        format!("{}:{}", address.host, address.port).parse().unwrap()
+    };
+    let mut active = first;
+    let mut outages = Vec::new();
+    for index in 0..runs {
+        let target = if active == "iad" { "pdx" } else { "iad" };
+        outages.push(run(&lab, &groups, &address, (&active, target), index).await);
+        active = target.to_owned();
+    }
+    controller.abort();
+    drop(context);
+    kubelet.shutdown().await;
+    lab.stop().await.expect("the lab stops");
+    outages
+}
+
+fn main() {
+    support::run_child_if_asked();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
+    let runs = if quick() { 3 } else { 20 };
+    let mut all = runtime.block_on(bench(&dist, runs));
+    let listed = all.iter().map(|value| format!("{value:.3}")).collect::<Vec<_>>().join(",");
+    let max = all.iter().copied().fold(0.0, f64::max);
+    let median = median(&mut all);
+    println!(
+        "BENCH operator/planned/write_outage_median {median:.3} s runs={runs} max={max:.3}s \
+         all={listed}"
+    );
+}

@@ -1,0 +1,14 @@
+//! Backups (`MysqlBackup`).
+//!
+//! | module | concern |
+//! | --- | --- |
+//! | [`job`] | the backup Job, its credentials Secret and the recorded `status.artifactStorage` (pure) |
+//! | [`verdict`] | a Job's state (and its log's sentinel) → the backup's phase, conditions and observations (pure) |
+//! | [`reconcile`] | one pass over one backup: observe its Job, or select the source and create the Job (IO) |
+//!
+//! Not built yet: the watch loop that calls [`reconcile`], Events and metrics, schedules,
+//! retention and artifact cleanup.
+
+pub mod job;
+pub mod reconcile;
+pub mod verdict;

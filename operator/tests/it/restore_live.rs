@@ -1,0 +1,223 @@
+//! The reclone queue in the live lab (lab API server, lab kubelet running real MySQL 9.7, the
+//! operator in this process; `source scripts/provision.sh`): a Held queue stops the queued
+//! sites' receivers and keeps the primary's new transactions from them; removing the queue
+//! resumes replication; setting it Draining by hand (the console's decision) reclones every
+//! queued site from the primary with CLONE and drains the queue.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bloodraven_crd::MysqlFailoverGroup;
+use bloodraven_gtid::GtidSet;
+use bloodraven_kubelet::{Kubelet, KubeletConfig};
+use bloodraven_lab::{Lab, LabConfig};
+use bloodraven_operator::controller::{self, Context};
+use bloodraven_operator::manager::Tuning;
+use bloodraven_sites::accounts::OPERATOR;
+use bloodraven_sites::mysqld::MysqlDist;
+use bloodraven_sites::proxy::ProxyHub;
+use bloodraven_sites::template::ensure_template_async;
+use bloodraven_workloads::{Resolver, ports};
+use kube::api::{Api, Patch, PatchParams};
+use mysql_async::prelude::Queryable;
+
+const NAMESPACE: &str = "orders";
+const GROUP: &str = "orders";
+/// Generous: CI shares 2 cores with other real servers.
+const BOUND: Duration = Duration::from_secs(120);
+
+async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn start_lab() -> (Lab, kube::Client) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let crd = std::fs::read_to_string(format!(
+        "{root}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
+    ))
+    .expect("deploy/crds");
+    lab.load_crds(&crd).expect("the group CRD");
+    let example = std::fs::read_to_string(format!("{root}/deploy/examples/group.yaml"))
+        .expect("deploy/examples/group.yaml");
+    lab.apply_yaml(&example).expect("the example group");
+    let url = lab.url().parse().expect("the lab's URL");
+    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
+    (lab, client)
+}
+
+/// One site's executed set and receiver state, as the operator account sees it.
+async fn read_site(addr: &str) -> Option<(GtidSet, bool)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port.parse().ok()?)
+        .user(Some(OPERATOR.user))
+        .pass(Some(OPERATOR.password))
+        .prefer_socket(false);
+    let mut conn = tokio::time::timeout(Duration::from_secs(5), mysql_async::Conn::new(opts))
+        .await
+        .ok()?
+        .ok()?;
+    let text: String = conn.query_first("SELECT @@global.gtid_executed").await.ok()??;
+    let rows: Vec<mysql_async::Row> = conn.query("SHOW REPLICA STATUS").await.ok()?;
+    let io = rows.first().and_then(|row| row.get::<String, _>("Replica_IO_Running"));
+    let _ = conn.disconnect().await;
+    Some((text.replace('\n', "").parse().ok()?, io.as_deref() == Some("Yes")))
+}
+
+async fn sql(addr: &str, statement: &str) {
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port.parse().unwrap())
+        .user(Some(OPERATOR.user))
+        .pass(Some(OPERATOR.password))
+        .prefer_socket(false);
+    let mut conn = mysql_async::Conn::new(opts).await.unwrap();
+    conn.query_drop(statement).await.unwrap();
+    let _ = conn.disconnect().await;
+}
+
+async fn patch_queue(groups: &Api<MysqlFailoverGroup>, queue: serde_json::Value) {
+    let body = serde_json::json!({ "status": { "restoreReclones": queue } });
+    groups.patch_status(GROUP, &PatchParams::default(), &Patch::Merge(body)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_queue_holds_removal_resumes_and_draining_reclones_every_peer() {
+    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
+    let (_lab, client) = start_lab().await;
+    let template = ensure_template_async(&dist).await.expect("the template data directory");
+    let root = tempfile::Builder::new().prefix("brr-").tempdir_in("/tmp").expect("a short root");
+    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
+    let mut config = KubeletConfig::new(root.path());
+    config.namespace = Some(NAMESPACE.to_owned());
+    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
+        .await
+        .expect("the kubelet");
+    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
+    let context =
+        Arc::new(Context::new(client.clone(), Arc::new(kubelet.resolver()), tuning, "test"));
+    let controller = tokio::spawn(controller::run(context.clone(), Some(NAMESPACE)));
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
+    let resolver = kubelet.resolver();
+    let addr = |site: &str| {
+        let address = resolver
+            .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
+            .expect("the site's internal Service resolves");
+        format!("{}:{}", address.host, address.port)
+    };
+
+    // Converged: a primary, both followers replicating it.
+    let primary = wait_for("the group to converge", || async {
+        let group = groups.get(GROUP).await.ok()?;
+        let status = group.status?;
+        let active = status.active_site?;
+        let all = status
+            .sites
+            .iter()
+            .filter(|site| site.name != active)
+            .all(|site| site.replicating == Some(true));
+        all.then_some(active)
+    })
+    .await;
+    let peers: Vec<String> =
+        ["iad", "pdx", "fra"].iter().filter(|s| **s != primary).map(|s| (*s).to_owned()).collect();
+    let p = addr(&primary);
+    sql(&p, "CREATE TABLE app.restored (id INT PRIMARY KEY, note VARCHAR(40))").await;
+
+    // Held: every queued receiver stopped by the manager, nothing new reaches them.
+    patch_queue(
+        &groups,
+        serde_json::json!({ "phase": "Held", "runID": "drill-1", "pending": peers }),
+    )
+    .await;
+    for peer in &peers {
+        let a = addr(peer);
+        wait_for(&format!("{peer}'s receiver held stopped"), || async {
+            let (_, io) = read_site(&a).await?;
+            (!io).then_some(())
+        })
+        .await;
+    }
+    sql(&p, "INSERT INTO app.restored VALUES (1, 'after the hold')").await;
+    let (primary_set, _) = read_site(&p).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for peer in &peers {
+        let (set, io) = read_site(&addr(peer)).await.unwrap();
+        assert!(!io, "{peer}: the hold keeps its receiver stopped");
+        assert!(!primary_set.is_subset(&set), "{peer} received nothing after the hold");
+    }
+
+    // Removing the queue resumes replication.
+    patch_queue(&groups, serde_json::Value::Null).await;
+    for peer in &peers {
+        let a = addr(peer);
+        let wanted = primary_set.clone();
+        wait_for(&format!("{peer} replicating again after the queue's removal"), || {
+            let a = a.clone();
+            let wanted = wanted.clone();
+            async move {
+                let (set, io) = read_site(&a).await?;
+                (io && wanted.is_subset(&set)).then_some(())
+            }
+        })
+        .await;
+    }
+
+    // Held again, new transactions the peers miss; then Draining by hand: every peer is
+    // recloned from the primary and the queue drains.
+    patch_queue(
+        &groups,
+        serde_json::json!({ "phase": "Held", "runID": "drill-2", "pending": peers }),
+    )
+    .await;
+    for peer in &peers {
+        let a = addr(peer);
+        wait_for(&format!("{peer}'s receiver held stopped again"), || async {
+            let (_, io) = read_site(&a).await?;
+            (!io).then_some(())
+        })
+        .await;
+    }
+    sql(&p, "INSERT INTO app.restored VALUES (2, 'only the primary has it')").await;
+    let started = Instant::now();
+    patch_queue(&groups, serde_json::json!({ "phase": "Draining" })).await;
+    wait_for("the queue to drain (every peer recloned)", || async {
+        let group = groups.get(GROUP).await.ok()?;
+        group.status?.restore_reclones.is_none().then_some(())
+    })
+    .await;
+    let drained = started.elapsed();
+    let (primary_set, _) = read_site(&p).await.unwrap();
+    for peer in &peers {
+        let a = addr(peer);
+        let wanted = primary_set.clone();
+        wait_for(&format!("{peer} holding the primary's set and replicating"), || {
+            let a = a.clone();
+            let wanted = wanted.clone();
+            async move {
+                let (set, io) = read_site(&a).await?;
+                (io && set == wanted).then_some(())
+            }
+        })
+        .await;
+    }
+    tracing::warn!("drill: two peers recloned and the queue drained in {drained:?}");
+    controller.abort();
+}
