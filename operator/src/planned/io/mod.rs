@@ -122,6 +122,15 @@ fn next_pass(decision: &Decision, committed: bool, reports: &[Report]) -> Durati
 }
 
 /// Whether `block` holds the claim for `run_id`.
+/// Whether the group's planned-failover record is the record of run `run_id`.
+fn names_run(group: &MysqlFailoverGroup, run_id: &str) -> bool {
+    group
+        .status
+        .as_ref()
+        .and_then(|s| s.planned_failover.as_ref())
+        .is_some_and(|block| block.run_id.as_deref() == Some(run_id))
+}
+
 fn holds_claim(group: &MysqlFailoverGroup, run_id: &str) -> bool {
     group.status.as_ref().and_then(|s| s.planned_failover.as_ref()).is_some_and(|block| {
         block.run_id.as_deref() == Some(run_id)
@@ -177,9 +186,11 @@ pub async fn pass(input: PassInput<'_>, state: &mut PlannedState) -> Passed {
     log_lines(key, &decision);
     let (latest, committed) = commit(&input, state, &decision, now).await;
     let after = next_pass(&decision, committed, &state.reports);
-    // The slot follows the record: a claim whose run no longer holds it is released (a
-    // Publishing or terminal record after a restart that hydrated it).
+    // The slot follows the record: a claim whose run the record names but which no longer
+    // holds it is released (a Publishing or terminal record after a restart that hydrated
+    // it). A claim for a run the record does not name was not set here: left to its owner.
     if let Some(Deferral::Claim { run_id }) = shared.claims.get(key)
+        && names_run(&latest, &run_id)
         && !holds_claim(&latest, &run_id)
         && !decision.effects.iter().any(|e| matches!(e, Effect::TakeClaim { .. }))
     {
