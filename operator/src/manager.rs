@@ -709,10 +709,13 @@ pub async fn poll_once(
         now,
     });
     let current = group.metadata.resource_version.as_deref();
-    if !state.status.as_ref().is_some_and(|applied| applied.current(&body, current, Instant::now()))
+    let masked = crate::status::without_last_seen(&body);
+    if !state
+        .status
+        .as_ref()
+        .is_some_and(|applied| applied.current(&masked, current, Instant::now()))
     {
         state.status = None;
-        let masked = crate::status::without_last_seen(&body);
         let resource_version = apply_status(&groups, &key.name, body).await?;
         state.status = resource_version.map(|resource_version| crate::status::AppliedStatus {
             masked,

@@ -192,15 +192,6 @@ pub fn parse_gtid(text: &str) -> Result<GtidSet, Unreachable> {
     })
 }
 
-/// Reads `SHOW REPLICA STATUS` into a [`ReplicaObservation`] (`None`: no channel).
-pub async fn read_replica(
-    conn: &mut Conn,
-    bounds: Bounds,
-) -> Result<Option<ReplicaObservation>, Unreachable> {
-    let rows = rows(conn, sql::SHOW_REPLICA_STATUS, bounds).await?;
-    Ok(rows.into_iter().next().map(|row| replica_from_row(&row)))
-}
-
 fn column_string(row: &Row, name: &str) -> String {
     row.get_opt::<Option<String>, &str>(name).and_then(Result::ok).flatten().unwrap_or_default()
 }
