@@ -368,5 +368,6 @@ fn bench_options() -> Options {
         archive_root: None,
         archive_credentials_from_secret: false,
         kubeconfig: None,
+        write: None,
     }
 }

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use bloodraven_archive::coverage::{ForkCause, GapKind, WindowStop};
+use bloodraven_archive::coverage::{ForkCause, GapKind};
 use bloodraven_archive::manifest::RecordKind;
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
-use bloodraven_archive::{BackupPoint, Coverage, OpenArchive, OpenError};
+use bloodraven_archive::{Coverage, OpenArchive};
 use bloodraven_crd::{MysqlBackup, MysqlFailoverGroup};
 use bloodraven_gtid::GtidSet;
 use bloodraven_store::{
@@ -237,35 +237,60 @@ fn gap_kind(kind: &GapKind) -> &'static str {
     }
 }
 
-fn stop_detail(coverage: &Coverage, stop: &WindowStop) -> String {
-    let file = |index: &usize| {
-        coverage
-            .files
-            .get(*index)
-            .map_or_else(String::new, |file| format!(" at {}/{}", file.site, file.name))
-    };
-    match stop {
-        WindowStop::ArchiveHead => "archive head: nothing newer archived".to_owned(),
-        WindowStop::Gap { missing, kind, file: index } => {
-            format!("gap {missing:#} ({}){}", gap_kind(kind), file(index))
+/// The backup metadata the console plans with: the MysqlBackup's `status.gtidExecuted` and
+/// `completionTime` (as the dump's end and `serverClock.end`). The console does not read the
+/// dump's stamp, so the identity checks of step 2 are satisfied by construction. The archive
+/// panel's windows and `bloodraven pitr plan` both plan with this (one truth).
+pub fn backup_meta(
+    gtid_executed: GtidSet,
+    completed: Timestamp,
+    archive_id: &str,
+) -> bloodraven_pitr::BackupMeta {
+    bloodraven_pitr::BackupMeta::complete(gtid_executed, completed, "console", archive_id)
+}
+
+/// A backup's restorable window, from the planner ([`bloodraven_pitr::timeline`]).
+fn planned_window(
+    history: &bloodraven_pitr::History,
+    gtid_executed: GtidSet,
+    completed: Timestamp,
+) -> Result<WindowLine, String> {
+    let meta = backup_meta(gtid_executed, completed, &history.archive_id);
+    let timeline =
+        bloodraven_pitr::timeline(history, None, &meta, "", bloodraven_pitr::Limits::default());
+    match timeline.window() {
+        Ok(window) => {
+            let (stop_token, mut stop_detail) = match window.stop {
+                Some((token, message)) => (token.as_str(), message),
+                None => ("", "every later target plans".to_owned()),
+            };
+            if window.later_runs > 0 {
+                stop_detail.push_str(&format!(
+                    " ({} later run(s) of targets plan again)",
+                    window.later_runs
+                ));
+            }
+            Ok(WindowLine { start: window.start, end: window.end, stop_token, stop_detail })
         }
-        WindowStop::DivergentHistory { ours, theirs, file: index } => {
-            format!(
-                "divergent history{}: exclude {ours:#} to follow, {theirs:#} to stay",
-                file(index)
-            )
-        }
-        WindowStop::BackupNotOnLineage { in_backup, file: index } => {
-            format!("backup not on lineage{}: {in_backup:#}", file(index))
-        }
-        WindowStop::UnsafeHistory { file: index } => format!("unsafe history{}", file(index)),
+        Err((token, message)) => Err(format!("no target plans: {token}: {message}")),
     }
 }
 
-/// The summary of an opened archive, with the windows of `backups`.
+/// The summary of an opened archive, with the windows of `backups`. Without the archive's
+/// bytes (`history`: the planner's view after reading every row) no window is computed.
 pub fn summarize(
     location: &str,
     archive: &OpenArchive,
+    backups: &[BackupAnchor],
+) -> ArchiveSummary {
+    summarize_read(location, archive, None, backups)
+}
+
+/// [`summarize`] with the bytes read: each backup's window is the planner's answer.
+pub fn summarize_read(
+    location: &str,
+    archive: &OpenArchive,
+    history: Option<&bloodraven_pitr::History>,
     backups: &[BackupAnchor],
 ) -> ArchiveSummary {
     let coverage = Coverage::of(archive);
@@ -338,18 +363,12 @@ pub fn summarize(
         .iter()
         .map(|backup| {
             let window = match (&backup.gtid_executed, backup.completed) {
-                (Some(gtids), Some(completed)) => match gtids.parse::<GtidSet>() {
-                    Ok(gtid_executed) => {
-                        let point = BackupPoint { gtid_executed, dump_end: completed };
-                        let window = coverage.window(&point, &GtidSet::new());
-                        Ok(WindowLine {
-                            start: window.start,
-                            end: window.end,
-                            stop_token: window.stop.token(),
-                            stop_detail: stop_detail(&coverage, &window.stop),
-                        })
+                (Some(gtids), Some(completed)) => match (gtids.parse::<GtidSet>(), history) {
+                    (Ok(gtid_executed), Some(history)) => {
+                        planned_window(history, gtid_executed, completed)
                     }
-                    Err(error) => Err(format!("gtidExecuted is not a GTID set: {error}")),
+                    (Ok(_), None) => Err("the archive's binlogs were not read".to_owned()),
+                    (Err(error), _) => Err(format!("gtidExecuted is not a GTID set: {error}")),
                 },
                 (None, _) => Err("no gtidExecuted yet".to_owned()),
                 (_, None) => Err("not completed yet".to_owned()),
@@ -561,13 +580,19 @@ async fn open_summary<S: ObjectStore>(
     root: &ArchiveRoot,
     request: &ArchiveRequest,
 ) -> ArchiveOutcome {
-    match bloodraven_store::open_archive(store, root, ReaderOptions::new(ReaderKey::None)).await {
-        Ok(archive) => ArchiveOutcome::Covered(Box::new(summarize(
-            &request.location.to_string(),
-            &archive,
-            &request.backups,
-        ))),
-        Err(OpenError::Refused(refusal)) => ArchiveOutcome::Refused {
+    // Every row is read and indexed, as pitr-download reads it, so the windows are the
+    // planner's answers.
+    let options = ReaderOptions::new(ReaderKey::None);
+    match bloodraven_replay::download::download(store, root, options, None).await {
+        Ok(bloodraven_replay::download::Opened::Archive(downloaded)) => {
+            ArchiveOutcome::Covered(Box::new(summarize_read(
+                &request.location.to_string(),
+                &downloaded.archive,
+                Some(&downloaded.history),
+                &request.backups,
+            )))
+        }
+        Ok(bloodraven_replay::download::Opened::Refused(refusal)) => ArchiveOutcome::Refused {
             token: refusal.token.as_str().to_owned(),
             message: refusal.message.clone(),
             remedy: refusal.remedy.to_owned(),
@@ -586,6 +611,7 @@ pub async fn load(access: &ArchiveAccess, request: &ArchiveRequest) -> ArchiveOu
 }
 
 pub mod plan;
+pub mod workbench;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -49,6 +49,15 @@ pub struct GlobalOptions {
     /// through the read-only client) instead of the local AWS environment.
     #[arg(long, global = true)]
     pub archive_credentials_from_secret: bool,
+    /// Open the console in write mode (guided operations may be confirmed and sent; `W` in
+    /// the console does the same after a confirmation). Refused for a context the config
+    /// pins read-only (`readOnlyContexts` in $XDG_CONFIG_HOME/bloodraven/config.yaml).
+    #[arg(long)]
+    pub write: bool,
+    /// The audit journal's folder for the console's guided operations (default:
+    /// $XDG_STATE_HOME/bloodraven/journal).
+    #[arg(long, env = "BLOODRAVEN_JOURNAL_DIR", value_name = "DIR")]
+    pub journal_dir: Option<PathBuf>,
 }
 
 /// The commands.
@@ -165,13 +174,16 @@ pub enum RunbookCommand {
         /// The runbook's id (`runbook list`).
         id: String,
     },
-    /// Walk a runbook over a group read-only: each check with the values it read; a step with
-    /// an action prints the guided operation it would propose.
+    /// Walk a runbook over a group: each check with the values it read; a step with an action
+    /// prints the guided operation it would propose, or with --write sends it through the
+    /// preflight and the typed confirmation, then waits for its expectation.
     Run {
         /// The runbook's id (`runbook list`).
         id: String,
         /// The group.
         group: String,
+        #[command(flatten)]
+        act: crate::runbook_cli::act::ActArgs,
     },
 }
 
@@ -218,7 +230,7 @@ pub enum OutputFormat {
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// The scenario to load.
-    #[arg(long, default_value = "healthy", value_parser = clap::builder::PossibleValuesParser::new(crate::scenarios::NAMES))]
+    #[arg(long, default_value = "healthy", value_parser = clap::builder::PossibleValuesParser::new(crate::scenarios::all_names()))]
     pub scenario: String,
     /// Keep serving and print the kubeconfig path instead of opening the console.
     #[arg(long)]
@@ -272,6 +284,18 @@ mod tests {
         let Some(Command::Status(status)) = cli.command else { panic!("not status") };
         assert_eq!(status.group.as_deref(), Some("orders"));
         assert_eq!(status.output, OutputFormat::Wide);
+    }
+
+    #[test]
+    fn write_is_a_flag_of_the_console() {
+        assert!(!parse(&["bloodraven"]).global.write);
+        assert!(parse(&["bloodraven", "--write"]).global.write);
+        let cli = parse(&["bloodraven", "--write", "lab", "--scenario", "hold-standing"]);
+        assert!(cli.global.write);
+        // Not a flag of the verbs: they confirm each write on their own.
+        assert!(
+            command_for(None).try_get_matches_from(["bloodraven", "status", "--write"]).is_err()
+        );
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Record {
     /// The Kubernetes identity (SelfSubjectReview), when known.
     pub user: Option<String>,
     pub context: String,
+    /// Where the operation came from: a screen, a runbook step, the command line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Value>,
     pub operation: Value,
     /// The exact request and its precondition (before).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,6 +166,7 @@ mod tests {
             phase: Phase::Before,
             user: Some("alice".to_owned()),
             context: "lab".to_owned(),
+            origin: Some(serde_json::json!({ "runbook": "hold", "step": "acknowledge" })),
             operation: serde_json::json!({ "op": "reclone" }),
             request: None,
             preflight: None,
@@ -184,6 +188,7 @@ mod tests {
         let records = Journal::read_all(dir.path()).unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(records[0]["phase"], "before");
+        assert_eq!(records[0]["origin"]["runbook"], "hold");
         assert_eq!(records[1]["result"], "sent");
     }
 }

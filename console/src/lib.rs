@@ -106,8 +106,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                 let namespace = global.namespace.clone().unwrap_or(connection.default_namespace);
                 Ok((client, namespace))
             };
+            let at = ops::verbs::Where {
+                kubeconfig: global.kubeconfig.clone(),
+                context: global.context.clone(),
+                namespace: global.namespace.clone(),
+                config: None,
+            };
             let mut stdout = std::io::stdout();
-            match runbook_cli::run(&args.command, connect, jiff::Timestamp::now(), &mut stdout)
+            match runbook_cli::run(&args.command, connect, &at, jiff::Timestamp::now(), &mut stdout)
                 .await
             {
                 Ok(()) => Ok(Exit::Success),
@@ -220,8 +226,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                 drop(stdout);
                 termination_signal().await;
             } else {
-                let (client, connection) =
-                    client::connect(Some(&running.kubeconfig()), None).await?;
+                let kubeconfig = running.kubeconfig();
+                let (client, connection, write) =
+                    console_client(&cli.global, Some(&kubeconfig), None).await?;
                 let scope = match &cli.global.namespace {
                     Some(namespace) if !cli.global.all_namespaces => {
                         Scope::Namespace(namespace.clone())
@@ -241,15 +248,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                     archive_root: Some(archive_root),
                     archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
                     kubeconfig: Some(running.kubeconfig()),
+                    write: Some(write),
                 };
                 console(client, options).await?;
             }
             running.stop().await.map(|()| Exit::Success)
         }
         None => {
-            let (client, connection) =
-                client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
-                    .await?;
+            let (client, connection, write) = console_client(
+                &cli.global,
+                cli.global.kubeconfig.as_deref(),
+                cli.global.context.as_deref(),
+            )
+            .await?;
             let scope = scope(&cli.global, &connection.default_namespace);
             let options = tui::app::Options {
                 context: connection.context,
@@ -258,10 +269,42 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                 archive_root: cli.global.archive_root.clone(),
                 archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
                 kubeconfig: cli.global.kubeconfig.clone(),
+                write: Some(write),
             };
             console(client, options).await.map(|()| Exit::Success)
         }
     }
+}
+
+/// The console's client: guarded (reads always; the write allow-list only while the session's
+/// switch is on), read-only at start unless `--write`, which a pinned context refuses.
+pub(crate) async fn console_client(
+    global: &GlobalOptions,
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> anyhow::Result<(kube::Client, client::Connection, tui::app::WriteSetup)> {
+    let config = match ops::config::Config::default_path() {
+        Some(path) => ops::config::Config::load(&path)?,
+        None => ops::config::Config::default(),
+    };
+    let switch = client::WriteSwitch::read_only();
+    let (client, connection) = client::connect_guarded(kubeconfig, context, switch.clone()).await?;
+    if global.write
+        && let Some(pattern) = config.pinned_by(&connection.context)
+    {
+        anyhow::bail!(
+            "context {} is pinned read-only by {pattern:?} (readOnlyContexts in the console \
+             config): drop --write",
+            connection.context
+        );
+    }
+    let write = tui::app::WriteSetup {
+        switch,
+        start_on: global.write,
+        journal_dir: global.journal_dir.clone(),
+        config,
+    };
+    Ok((client, connection, write))
 }
 
 /// Runs one of the write verbs (`promote`, `ack-planned-failover-hold`, `reclone-queue`,

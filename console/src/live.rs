@@ -105,7 +105,9 @@ pub async fn run(cli: &crate::cli::Cli, args: &crate::cli::LabArgs) -> anyhow::R
 }
 
 async fn console(cli: &crate::cli::Cli, live: &LiveLab) -> anyhow::Result<()> {
-    let (client, connection) = crate::client::connect(Some(&live.kubeconfig()), None).await?;
+    let kubeconfig = live.kubeconfig();
+    let (client, connection, write) =
+        crate::console_client(&cli.global, Some(&kubeconfig), None).await?;
     let options = crate::tui::app::Options {
         context: format!("{} (live lab)", connection.context),
         scope: crate::tui::state::Scope::Namespace(live.namespace().to_owned()),
@@ -113,6 +115,7 @@ async fn console(cli: &crate::cli::Cli, live: &LiveLab) -> anyhow::Result<()> {
         archive_root: cli.global.archive_root.clone(),
         archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
         kubeconfig: Some(live.kubeconfig()),
+        write: Some(write),
     };
     crate::console(client, options).await
 }

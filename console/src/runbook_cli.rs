@@ -1,7 +1,8 @@
 //! `bloodraven runbook list|show|run <id> <group>`: the shipped runbooks (compiled in from
-//! `runbooks/`), one runbook's steps, and a read-only walk over a group. `run` never writes: a
-//! step with an action prints the guided operation ([`crate::ops::WriteOp`]) it would propose;
-//! sending it is the confirm flow's job (the TUI's dialogs and the `ops` verbs).
+//! `runbooks/`), one runbook's steps, and a read-only walk over a group. Without `--write`,
+//! `run` never writes: a step with an action prints the guided operation
+//! ([`crate::ops::WriteOp`]) it would propose. With `--write` the walk sends each action through
+//! the confirm flow of `ops` and waits for its expectation ([`act`]).
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -158,6 +159,52 @@ pub fn describe_offer(offer: &Offer, group: &GroupRef) -> String {
     }
 }
 
+/// One shown step: its explanation, the check with the values it read, and the action it
+/// offers (`sending`: the walk with actions proposes it next; else the read-only walk says what
+/// it would propose) or where it leads.
+pub(crate) fn render_show(
+    runbook: &Runbook,
+    shown: &NextStep,
+    reference: &GroupRef,
+    sending: bool,
+) -> String {
+    let mut out = String::new();
+    let NextStep::Show { step, check, offer, next } = shown else { return out };
+    let Some(definition) = runbook.steps.get(*step) else { return out };
+    let _ = writeln!(out, "\n{}. {}", step + 1, definition.id);
+    out.push_str(&indent(&definition.explain, "   "));
+    if let (Some(outcome), Some(check)) = (check, &definition.check) {
+        let verdict = if outcome.passed { "PASS" } else { "FAIL" };
+        let _ = writeln!(out, "   [{verdict}] {}", check.expr.source.trim());
+        for (field, value) in &outcome.reads {
+            let _ = writeln!(out, "          {field} = {value:?}");
+        }
+        if !outcome.passed {
+            let _ = writeln!(out, "          {}", check.meaning.trim());
+        }
+    }
+    if let Some(offer) = offer {
+        if sending {
+            let params: Vec<String> =
+                offer.params.iter().map(|(name, value)| format!("{name}={value}")).collect();
+            let _ = writeln!(out, "   action: {}({})", offer.action.name(), params.join(", "));
+        } else {
+            let _ = writeln!(out, "   action: {}", describe_offer(offer, reference));
+        }
+        if let Some(expect) = &definition.expect {
+            let _ = writeln!(
+                out,
+                "   then waits up to {}s for: {}",
+                expect.timeout.as_secs(),
+                expect.expr.source.trim()
+            );
+        }
+    } else {
+        let _ = writeln!(out, "   next: {}", target_name(runbook, next));
+    }
+    out
+}
+
 /// `runbook run`: a read-only walk of `runbook` over `group`, each check with what it read.
 pub fn run_text(runbook: &Runbook, group: &MysqlFailoverGroup, now: Timestamp) -> String {
     let view = GroupView::of(group);
@@ -178,33 +225,7 @@ pub fn run_text(runbook: &Runbook, group: &MysqlFailoverGroup, now: Timestamp) -
         }
     };
     for shown in &walked.shown {
-        let NextStep::Show { step, check, offer, next } = shown else { continue };
-        let Some(definition) = runbook.steps.get(*step) else { continue };
-        let _ = writeln!(out, "\n{}. {}", step + 1, definition.id);
-        out.push_str(&indent(&definition.explain, "   "));
-        if let (Some(outcome), Some(check)) = (check, &definition.check) {
-            let verdict = if outcome.passed { "PASS" } else { "FAIL" };
-            let _ = writeln!(out, "   [{verdict}] {}", check.expr.source.trim());
-            for (field, value) in &outcome.reads {
-                let _ = writeln!(out, "          {field} = {value:?}");
-            }
-            if !outcome.passed {
-                let _ = writeln!(out, "          {}", check.meaning.trim());
-            }
-        }
-        if let Some(offer) = offer {
-            let _ = writeln!(out, "   action: {}", describe_offer(offer, &reference));
-            if let Some(expect) = &definition.expect {
-                let _ = writeln!(
-                    out,
-                    "   then waits up to {}s for: {}",
-                    expect.timeout.as_secs(),
-                    expect.expr.source.trim()
-                );
-            }
-        } else {
-            let _ = writeln!(out, "   next: {}", target_name(runbook, next));
-        }
+        out.push_str(&render_show(runbook, shown, &reference, false));
     }
     let end = match walked.end {
         WalkEnd::Finished => "finished".to_owned(),
@@ -221,18 +242,23 @@ pub fn run_text(runbook: &Runbook, group: &MysqlFailoverGroup, now: Timestamp) -
     out
 }
 
-/// Runs a `runbook` verb.
+/// Runs a `runbook` verb; `run --write` walks with actions ([`act`]) through `at`.
 pub async fn run(
     command: &RunbookCommand,
     client: impl AsyncFnOnce() -> anyhow::Result<(Client, String)>,
+    at: &crate::ops::verbs::Where,
     now: Timestamp,
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
 ) -> anyhow::Result<()> {
     let runbooks = bloodraven_runbook::shipped()?;
     let text = match command {
         RunbookCommand::List => list(&runbooks),
         RunbookCommand::Show { id } => show(find(&runbooks, id)?),
-        RunbookCommand::Run { id, group } => {
+        RunbookCommand::Run { id, group, act } if act.write => {
+            act::run_cli(find(&runbooks, id)?, group, act, at, out).await?;
+            return Ok(());
+        }
+        RunbookCommand::Run { id, group, .. } => {
             let runbook = find(&runbooks, id)?;
             let (client, namespace) = client().await?;
             let resource = ApiResource::erase::<MysqlFailoverGroup>(&());
@@ -247,6 +273,8 @@ pub async fn run(
     out.flush()?;
     Ok(())
 }
+
+pub mod act;
 
 #[cfg(all(test, feature = "lab"))]
 mod tests;

@@ -17,6 +17,19 @@ pub const NAMES: [&str; 8] = [
     "fleet-1000",
 ];
 
+/// Scenarios `lab` also loads but the per-scenario tests and snapshots leave out: generated
+/// fleets for measuring (`fleet-10000`: the TUI's memory and frame time at 10,000 groups,
+/// `scripts/bench/tui-rss.bench.sh`). Each is a [`fleet`] of the size its name says.
+pub const LARGE: [&str; 1] = ["fleet-10000"];
+
+/// How many groups `fleet-10000` has.
+pub const LARGE_FLEET_SIZE: usize = 10_000;
+
+/// Every scenario `lab --scenario` accepts: [`NAMES`], then [`LARGE`].
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    NAMES.into_iter().chain(LARGE)
+}
+
 /// The instant scenario files treat as "now".
 pub const SCENARIO_EPOCH: &str = "2026-04-20T14:40:00Z";
 
@@ -26,7 +39,7 @@ pub const FLEET_SIZE: usize = 1000;
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("unknown scenario {0:?}; known: {known}", known = NAMES.join(", "))]
+    #[error("unknown scenario {0:?}; known: {known}", known = all_names().collect::<Vec<_>>().join(", "))]
     UnknownScenario(String),
     #[error("scenario {scenario}: document {document}: {message}")]
     InvalidYaml { scenario: String, document: usize, message: String },
@@ -48,8 +61,10 @@ pub fn file_text(name: &str) -> Option<&'static str> {
 
 /// The scenario's objects as written (times relative to [`SCENARIO_EPOCH`]).
 pub fn raw_objects(name: &str) -> Result<Vec<Value>, Error> {
-    if name == "fleet-1000" {
-        return Ok(fleet(FLEET_SIZE));
+    match name {
+        "fleet-1000" => return Ok(fleet(FLEET_SIZE)),
+        "fleet-10000" => return Ok(fleet(LARGE_FLEET_SIZE)),
+        _ => {}
     }
     let text = file_text(name).ok_or_else(|| Error::UnknownScenario(name.to_owned()))?;
     let mut objects = Vec::new();

@@ -117,10 +117,11 @@ pub async fn run(
         None => raw.list(&params).await.map_err(|error| kubectl_error(error, None))?.items,
     };
     let (backups, verifications) = related(&api).await;
+    let lease = operator_lease_renewed(&client).await;
     let (groups, unreadable) = decode::decode_all::<MysqlFailoverGroup>(KIND, objects.clone());
     let verdicts: Vec<Verdict> = groups
         .iter()
-        .map(|group| crate::verdict::of(group, &backups, &verifications, now))
+        .map(|group| crate::verdict::of_with_lease(group, &backups, &verifications, lease, now))
         .collect();
     let outcome = Outcome { worst: verdicts.iter().filter_map(Verdict::worst).max() };
 
@@ -199,7 +200,7 @@ pub async fn run(
     out.write_all(text.as_bytes())?;
     out.flush()?;
     if args.watch {
-        watch(&raw, &params, args, scope, &backups, &verifications, out).await?;
+        watch(&raw, &params, args, scope, (&backups, &verifications, lease), out).await?;
     }
     Ok(outcome)
 }
@@ -223,6 +224,25 @@ async fn related(
         list(api(&ApiResource::erase::<MysqlBackupVerification>(&())), "MysqlBackupVerification")
             .await;
     (backups, verifications)
+}
+
+/// When the operator's leader Lease (the TUI's, `tui::sources::operator_lease_name`) was last
+/// renewed: one GET. A Lease that is absent or cannot be read (RBAC) gives `None`: the verdict
+/// then does not judge the operator's liveness by its Lease (logged, not fatal).
+async fn operator_lease_renewed(client: &Client) -> Option<jiff::Timestamp> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let configured = std::env::var("BLOODRAVEN_OPERATOR_LEASE").ok();
+    let (namespace, name) = crate::tui::sources::operator_lease_name(configured.as_deref());
+    match Api::<Lease>::namespaced(client.clone(), &namespace).get_opt(&name).await {
+        Ok(lease) => {
+            let spec = lease?.spec?;
+            spec.renew_time.or(spec.acquire_time).map(|time| time.0)
+        }
+        Err(error) => {
+            tracing::warn!(%namespace, %name, %error, "reading the operator's Lease failed; judging without it");
+            None
+        }
+    }
 }
 
 /// Removes `metadata.managedFields` and adds the verdict of the matching group.
@@ -249,8 +269,11 @@ async fn watch(
     params: &ListParams,
     args: &StatusArgs,
     scope: &Scope,
-    backups: &[MysqlBackup],
-    verifications: &[MysqlBackupVerification],
+    (backups, verifications, lease): (
+        &[MysqlBackup],
+        &[MysqlBackupVerification],
+        Option<jiff::Timestamp>,
+    ),
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let mut config = kube::runtime::watcher::Config::default();
@@ -287,7 +310,9 @@ async fn watch(
                     decode::decode_all::<MysqlFailoverGroup>(KIND, vec![object.clone()]);
                 let verdicts: Vec<Verdict> = groups
                     .iter()
-                    .map(|group| crate::verdict::of(group, backups, verifications, now))
+                    .map(|group| {
+                        crate::verdict::of_with_lease(group, backups, verifications, lease, now)
+                    })
                     .collect();
                 let mut value = serde_json::to_value(&object)?;
                 judge_item(&mut value, &groups, &verdicts);
@@ -296,7 +321,13 @@ async fn watch(
             OutputFormat::Table | OutputFormat::Wide => {
                 match decode::decode::<MysqlFailoverGroup>(KIND, object) {
                     Ok(group) => {
-                        let verdict = crate::verdict::of(&group, backups, verifications, now);
+                        let verdict = crate::verdict::of_with_lease(
+                            &group,
+                            backups,
+                            verifications,
+                            lease,
+                            now,
+                        );
                         let style = if args.output == OutputFormat::Wide {
                             ListStyle::Wide
                         } else {

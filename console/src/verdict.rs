@@ -19,12 +19,25 @@ pub fn of(
     verifications: &[MysqlBackupVerification],
     now: Timestamp,
 ) -> Verdict {
+    of_with_lease(group, backups, verifications, None, now)
+}
+
+/// [`of`], also judging the operator's leader Lease: renewed more than
+/// [`verdict::LEASE_SILENT_AFTER`] before `now` is an `OperatorSilent` finding (critical) on
+/// every group, since no operator acts on any of them.
+pub fn of_with_lease(
+    group: &MysqlFailoverGroup,
+    backups: &[MysqlBackup],
+    verifications: &[MysqlBackupVerification],
+    operator_lease_renewed: Option<Timestamp>,
+    now: Timestamp,
+) -> Verdict {
     verdict::verdict(&Inputs {
         group,
         backups,
         verifications,
         archive: None,
-        operator_lease_renewed: None,
+        operator_lease_renewed,
         now,
     })
 }

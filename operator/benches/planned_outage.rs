@@ -9,6 +9,11 @@
 //! first on the source's internal address until a write is refused (`super_read_only`, or the
 //! drain killing the session), then on the target's until one is accepted. The figure is the
 //! first refused write to the first accepted write. The run's record must end Succeeded.
+//!
+//! The second series repeats it with the application workload writing 1,000 rows/s through
+//! the `-primary` Service (`bloodraven-sites`' workload, one session; its achieved rate is
+//! reported): the target must then apply the fenced set before it is promoted. After each run
+//! the `-primary` link's sessions are reset, as a pool drops a read-only server.
 
 #![allow(
     clippy::unwrap_used,
@@ -32,7 +37,8 @@ use bloodraven_sites::accounts::{self, APPLICATION};
 use bloodraven_sites::mysqld::MysqlDist;
 use bloodraven_sites::proxy::ProxyHub;
 use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
+use bloodraven_sites::workload::{Workload, WorkloadConfig};
+use bloodraven_workloads::{Resolver, ports, primary_service_name};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use mysql_async::prelude::Queryable;
 use serde_json::Value;
@@ -155,7 +161,14 @@ async fn run(
     outage
 }
 
-async fn bench(dist: &MysqlDist, runs: u64) -> Vec<f64> {
+/// What one series measured.
+struct Series {
+    outages: Vec<f64>,
+    /// The workload's acknowledged writes per second over the series (none without load).
+    achieved_rate: Option<f64>,
+}
+
+async fn bench(dist: &MysqlDist, runs: u64, load: Option<u32>) -> Series {
     let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
     let mut group = support::renamed(&apply_example(&lab), GROUP);
     group["spec"]["failoverCooldown"] = Value::from("0s");
@@ -166,7 +179,7 @@ async fn bench(dist: &MysqlDist, runs: u64) -> Vec<f64> {
     let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
     let mut config = KubeletConfig::new(root.path());
     config.namespace = Some(NAMESPACE.to_owned());
-    let kubelet = Kubelet::start(client.clone(), dist.clone(), template, hub, config)
+    let kubelet = Kubelet::start(client.clone(), dist.clone(), template, hub.clone(), config)
         .await
         .expect("the kubelet");
     let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
@@ -197,18 +210,43 @@ async fn bench(dist: &MysqlDist, runs: u64) -> Vec<f64> {
             .expect("the internal Service resolves");
         format!("{}:{}", address.host, address.port).parse().unwrap()
     };
+    let primary_service = primary_service_name(GROUP);
+    let primary_link = bloodraven_kubelet::link_name(NAMESPACE, &primary_service, ports::MYSQL);
+    let workload = load.map(|rate| {
+        let primary = resolver
+            .resolve(NAMESPACE, &primary_service, ports::MYSQL)
+            .expect("the -primary Service resolves");
+        let mut config =
+            WorkloadConfig::new(format!("{}:{}", primary.host, primary.port).parse().unwrap());
+        config.rate_per_sec = rate;
+        (Workload::start(config), Instant::now())
+    });
+    if let Some((workload, _)) = &workload {
+        workload.wait_acknowledged(100, BOUND).await.expect("the workload writes");
+    }
     let mut active = first;
     let mut outages = Vec::new();
     for index in 0..runs {
         let target = if active == "iad" { "pdx" } else { "iad" };
         outages.push(run(&lab, &groups, &address, (&active, target), index).await);
         active = target.to_owned();
+        if workload.is_some() {
+            hub.get(&primary_link).expect("the -primary link").reset();
+        }
     }
+    let achieved_rate = match workload {
+        Some((workload, started)) => {
+            let rate = workload.acknowledged() as f64 / started.elapsed().as_secs_f64();
+            let _ = workload.stop().await;
+            Some(rate)
+        }
+        None => None,
+    };
     controller.abort();
     drop(context);
     kubelet.shutdown().await;
     lab.stop().await.expect("the lab stops");
-    outages
+    Series { outages, achieved_rate }
 }
 
 fn main() {
@@ -217,12 +255,15 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
     let runs = if quick() { 3 } else { 20 };
-    let mut all = runtime.block_on(bench(&dist, runs));
-    let listed = all.iter().map(|value| format!("{value:.3}")).collect::<Vec<_>>().join(",");
-    let max = all.iter().copied().fold(0.0, f64::max);
-    let median = median(&mut all);
-    println!(
-        "BENCH operator/planned/write_outage_median {median:.3} s runs={runs} max={max:.3}s \
-         all={listed}"
-    );
+    for (id, load) in [
+        ("operator/planned/write_outage_median", None),
+        ("operator/planned/write_outage_median_1000wps", Some(1000)),
+    ] {
+        let Series { outages: mut all, achieved_rate } = runtime.block_on(bench(&dist, runs, load));
+        let listed = all.iter().map(|value| format!("{value:.3}")).collect::<Vec<_>>().join(",");
+        let max = all.iter().copied().fold(0.0, f64::max);
+        let median = median(&mut all);
+        let rate = achieved_rate.map(|rate| format!(" achieved={rate:.0}w/s")).unwrap_or_default();
+        println!("BENCH {id} {median:.3} s runs={runs} max={max:.3}s{rate} all={listed}");
+    }
 }

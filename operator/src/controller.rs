@@ -315,10 +315,16 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
         namespace.map(str::to_owned),
         crate::pitr_archive::POLL_INTERVAL,
     );
+    // The MysqlBackup controller (backup/controller.rs) shares the client and recorder.
+    let backups = Arc::new(crate::backup::controller::BackupContext {
+        shared: shared.clone(),
+        image: bloodraven_workloads::DEFAULT_SIDECAR_IMAGE.to_owned(),
+    });
     tokio::select! {
         () = controller => {}
         () = shared.pods.run(shared.client.clone(), namespace) => {}
         () = pitr => {}
+        () = crate::backup::controller::run(backups, namespace) => {}
     }
 }
 

@@ -189,6 +189,10 @@ pub struct GroupState {
     planned: crate::planned::io::PlannedState,
     /// The post-restore reclone queue's memory (the clone it runs, what it watched unstarted).
     reclone: crate::restore::queue_io::RecloneMemory,
+    /// The in-place restore run's memory (settlement's first failed read, rejection re-check).
+    restore_run: crate::restore::run_io::RunMemory,
+    /// The `bloodraven_restore_reclone_pending` samples last set (removed when they go).
+    restore_gauge: Vec<(String, String)>,
 }
 
 /// Runs the topology manager of one group until the group is deleted.
@@ -400,6 +404,28 @@ pub async fn poll_once(
     };
     let scope = format!("{}/{}", key.namespace, key.name);
     let crash = |step: bloodraven_crashpoint::Step| bloodraven_crashpoint::hit_in(&scope, step);
+    // The in-place restore run next (spec.restoreInPlace): its records in status come before
+    // its side effects, and a pass that wrote or acted ends this poll.
+    let run = crate::restore::run_io::RunContext {
+        client: &shared.client,
+        recorder: &shared.recorder,
+        group: &group,
+        pools: &pools,
+        facts: &facts,
+        account: &credentials.operator,
+        bounds: tuning.bounds,
+        planned_failover_in_flight: shared.claims.get(key).is_some(),
+        scope: &scope,
+        now,
+    };
+    match crate::restore::run_io::pass(&run, &mut state.restore_run).await {
+        Ok(crate::restore::run_io::RunPassed::Acted) => return Ok(Some(tuning.poll_interval)),
+        Ok(crate::restore::run_io::RunPassed::Idle) => {}
+        Err(error) => {
+            tracing::warn!(namespace = %key.namespace, group = %key.name, %error, "in-place restore");
+            return Ok(Some(tuning.poll_interval));
+        }
+    }
 
     let cooldown = group
         .spec
@@ -491,6 +517,7 @@ pub async fn poll_once(
                         blocked: &blocked,
                         last_failover: Some(intent.clone()),
                         previous: &status.conditions,
+                        previous_sites: &status.sites,
                         generation: group.metadata.generation,
                         now,
                     });
@@ -584,6 +611,7 @@ pub async fn poll_once(
                         blocked: &blocked,
                         last_failover: last_failover.clone(),
                         previous: &status.conditions,
+                        previous_sites: &status.sites,
                         generation: group.metadata.generation,
                         now,
                     });
@@ -697,7 +725,7 @@ pub async fn poll_once(
     if let Err(error) = crate::restore::queue_io::poll(&queue, &mut state.reclone).await {
         tracing::warn!(namespace = %key.namespace, group = %key.name, %error, "reclone queue");
     }
-    let body = render(&PollOutcome {
+    let mut body = render(&PollOutcome {
         facts: &facts,
         active: active.as_deref(),
         steps: &steps,
@@ -705,9 +733,26 @@ pub async fn poll_once(
         blocked: &blocked,
         last_failover,
         previous: &status.conditions,
+        previous_sites: &status.sites,
         generation: group.metadata.generation,
         now,
     });
+    // A standing reclone queue: Degraded/Ready say so, and the gauge names each queued site.
+    crate::restore::signals::apply(&mut body, status.restore_reclones.as_ref(), now);
+    let samples = crate::restore::signals::gauge(status.restore_reclones.as_ref());
+    let queued = |(site, phase): &(String, String)| crate::metrics::QueuedSiteLabels {
+        namespace: key.namespace.clone(),
+        group: key.name.clone(),
+        site: site.clone(),
+        phase: phase.clone(),
+    };
+    for gone in state.restore_gauge.iter().filter(|sample| !samples.contains(sample)) {
+        shared.metrics.restore_reclone_pending.remove(&queued(gone));
+    }
+    for sample in &samples {
+        shared.metrics.restore_reclone_pending.get_or_create(&queued(sample)).set(1);
+    }
+    state.restore_gauge = samples;
     let current = group.metadata.resource_version.as_deref();
     let masked = crate::status::without_last_seen(&body);
     if !state

@@ -12,6 +12,11 @@
 //! | `bloodraven_dns_flips_total` | namespace, group, site | the DNS record moved to the site (upstream's name) |
 //! | `bloodraven_dns_update_failures_total` | namespace, group | a DNS publication failed or the spec cannot be published |
 //! | `bloodraven_invalid_spec` | namespace, group | 1 while the group's spec is refused (`InvalidSpec`) |
+//! | `bloodraven_planned_failovers_total` | namespace, group, target_site, result | planned-failover runs ended, by kebab-case outcome |
+//! | `bloodraven_planned_failover_duration_seconds` | namespace, group, target_site | a run's startTime to its end |
+//! | `bloodraven_planned_failover_lag_wait_seconds` | namespace, group, target_site | a run's lag wait, until the target applied the fenced set |
+//! | `bloodraven_planned_failovers_deferred_total` | namespace, group, reason | runs deferred (`CooldownActive`, `DeploymentHold`) |
+//! | `bloodraven_dragonfly_promotions_total` | namespace, group, target_site, result | Dragonfly promotions (registered; Dragonfly coordination is not built, so never counted) |
 //!
 //! [`NAMES`] lists every metric name; the catalog (`bloodraven_crd::catalog::topology`) and the
 //! operator README list the same (a test checks both).
@@ -68,6 +73,43 @@ pub struct TargetSiteLabels {
     pub target_site: String,
 }
 
+/// A site queued for its post-restore reclone, by the queue's phase.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueuedSiteLabels {
+    /// Namespace.
+    pub namespace: String,
+    /// Group name.
+    pub group: String,
+    /// Site name.
+    pub site: String,
+    /// `Armed`, `Draining` or `Held`.
+    pub phase: String,
+}
+
+/// A planned-failover run's end, by target site and kebab-case outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// Namespace.
+    pub namespace: String,
+    /// Group name.
+    pub group: String,
+    /// The requested target.
+    pub target_site: String,
+    /// The outcome (`succeeded`, `not-started`, …) or Dragonfly's result.
+    pub result: String,
+}
+
+/// A group and a reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Namespace.
+    pub namespace: String,
+    /// Group name.
+    pub group: String,
+    /// The reason.
+    pub reason: String,
+}
+
 /// Every metric this registry exposes (the names as scraped, counters with `_total`).
 pub const NAMES: &[&str] = &[
     "bloodraven_topology_polls_total",
@@ -80,7 +122,18 @@ pub const NAMES: &[&str] = &[
     "bloodraven_dns_flips_total",
     "bloodraven_dns_update_failures_total",
     "bloodraven_invalid_spec",
+    "bloodraven_planned_failovers_total",
+    "bloodraven_planned_failover_duration_seconds",
+    "bloodraven_planned_failover_lag_wait_seconds",
+    "bloodraven_planned_failovers_deferred_total",
+    "bloodraven_dragonfly_promotions_total",
+    "bloodraven_restore_reclone_pending",
 ];
+
+/// Planned-failover durations: 0.1 s to about 55 minutes (a lag wait may last an hour).
+fn planned_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 16))
+}
 
 fn poll_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 12))
@@ -109,6 +162,18 @@ pub struct Metrics {
     pub dns_failures: Family<GroupLabels, Counter>,
     /// 1 while the group's spec is refused.
     pub invalid_spec: Family<GroupLabels, Gauge>,
+    /// Planned-failover runs ended.
+    pub planned_failovers: Family<ResultLabels, Counter>,
+    /// Planned-failover run durations.
+    pub planned_duration: Family<TargetSiteLabels, Histogram, fn() -> Histogram>,
+    /// Planned-failover lag waits.
+    pub planned_lag_wait: Family<TargetSiteLabels, Histogram, fn() -> Histogram>,
+    /// Planned-failover runs deferred.
+    pub planned_deferred: Family<ReasonLabels, Counter>,
+    /// Dragonfly promotions (never counted: Dragonfly coordination is not built).
+    pub dragonfly_promotions: Family<ResultLabels, Counter>,
+    /// 1 per site queued for its post-restore reclone (`status.restoreReclones`).
+    pub restore_reclone_pending: Family<QueuedSiteLabels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -167,8 +232,56 @@ impl Default for Metrics {
             "1 while the group's spec is refused (Ready=False, InvalidSpec)",
             invalid_spec.clone(),
         );
+        let planned_failovers = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "planned_failovers",
+            "Planned-failover runs ended, by target site and outcome",
+            planned_failovers.clone(),
+        );
+        let planned_duration =
+            Family::<TargetSiteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                planned_histogram,
+            );
+        registry.register(
+            "planned_failover_duration_seconds",
+            "A planned-failover run from its startTime to its end",
+            planned_duration.clone(),
+        );
+        let planned_lag_wait =
+            Family::<TargetSiteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                planned_histogram,
+            );
+        registry.register(
+            "planned_failover_lag_wait_seconds",
+            "A planned-failover run's wait for the target to apply the fenced set",
+            planned_lag_wait.clone(),
+        );
+        let planned_deferred = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "planned_failovers_deferred",
+            "Planned-failover runs deferred (CooldownActive, DeploymentHold)",
+            planned_deferred.clone(),
+        );
+        let dragonfly_promotions = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "dragonfly_promotions",
+            "Dragonfly promotions of a planned failover (Dragonfly coordination is not built)",
+            dragonfly_promotions.clone(),
+        );
+        let restore_reclone_pending = Family::<QueuedSiteLabels, Gauge>::default();
+        registry.register(
+            "restore_reclone_pending",
+            "1 while the site is queued for its post-restore reclone, by the queue's phase",
+            restore_reclone_pending.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
+            restore_reclone_pending,
+            planned_failovers,
+            planned_duration,
+            planned_lag_wait,
+            planned_deferred,
+            dragonfly_promotions,
             polls,
             poll_seconds,
             actions,
@@ -332,11 +445,16 @@ mod tests {
             emitted, catalogued,
             "Event reasons in operator/src (left) and in the catalog (right) differ"
         );
-        let mut names: Vec<&str> = METRICS.iter().map(|entry| entry.name).collect();
+        let planned = bloodraven_crd::catalog::planned_failover_run::METRICS;
+        let mut names: Vec<&str> = METRICS
+            .iter()
+            .map(|entry| entry.name)
+            .chain(planned.iter().map(|entry| entry.name))
+            .collect();
         names.sort_unstable();
         let mut ours = NAMES.to_vec();
         ours.sort_unstable();
-        assert_eq!(ours, names, "metrics::NAMES (left) and the catalog (right) differ");
+        assert_eq!(ours, names, "metrics::NAMES (left) and the catalogs (right) differ");
 
         let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
         for entry in EVENTS {
@@ -379,6 +497,38 @@ mod tests {
         metrics.dns_flips.get_or_create(&site).inc();
         metrics.dns_failures.get_or_create(&group).inc();
         metrics.invalid_spec.get_or_create(&group).set(1);
+        let target = TargetSiteLabels {
+            namespace: "n".to_owned(),
+            group: "g".to_owned(),
+            target_site: "s".to_owned(),
+        };
+        let result = ResultLabels {
+            namespace: "n".to_owned(),
+            group: "g".to_owned(),
+            target_site: "s".to_owned(),
+            result: "succeeded".to_owned(),
+        };
+        metrics.planned_failovers.get_or_create(&result).inc();
+        metrics.planned_duration.get_or_create(&target).observe(1.0);
+        metrics.planned_lag_wait.get_or_create(&target).observe(1.0);
+        metrics
+            .planned_deferred
+            .get_or_create(&ReasonLabels {
+                namespace: "n".to_owned(),
+                group: "g".to_owned(),
+                reason: "CooldownActive".to_owned(),
+            })
+            .inc();
+        metrics.dragonfly_promotions.get_or_create(&result).inc();
+        metrics
+            .restore_reclone_pending
+            .get_or_create(&QueuedSiteLabels {
+                namespace: "n".to_owned(),
+                group: "g".to_owned(),
+                site: "s".to_owned(),
+                phase: "Held".to_owned(),
+            })
+            .set(1);
         let text = metrics.render();
         let mut scraped: Vec<&str> = text
             .lines()
@@ -388,7 +538,7 @@ mod tests {
                 ["_bucket", "_sum", "_count"]
                     .iter()
                     .find_map(|suffix| name.strip_suffix(suffix))
-                    .filter(|_| name.contains("duration"))
+                    .filter(|_| name.contains("_seconds"))
                     .unwrap_or(name)
             })
             .collect();

@@ -35,6 +35,8 @@ pub struct PollOutcome<'a> {
     pub last_failover: Option<LastFailover>,
     /// The previous conditions (their transition times are kept when the status is unchanged).
     pub previous: &'a [Condition],
+    /// The previous per-site status: a site that does not answer keeps the `lastSeen` it had.
+    pub previous_sites: &'a [SiteStatus],
     /// `metadata.generation`.
     pub generation: Option<i64>,
     /// The poll's time.
@@ -71,7 +73,16 @@ fn site_status(fact: &SiteFacts, outcome: &PollOutcome<'_>) -> SiteStatus {
     SiteStatus {
         name: fact.name.clone(),
         state: Some(fact.state.clone()),
-        last_seen: fact.observed_at.filter(|_| fact.gtid_executed.is_some()).map(time),
+        // Seen now, or when it last answered (an unreachable site is never "never seen").
+        last_seen: fact.observed_at.filter(|_| fact.gtid_executed.is_some()).map(time).or_else(
+            || {
+                outcome
+                    .previous_sites
+                    .iter()
+                    .find(|site| site.name == fact.name)
+                    .and_then(|site| site.last_seen.clone())
+            },
+        ),
         gtid_executed: fact.gtid_executed.as_ref().map(ToString::to_string),
         replicating: if is_primary { Some(false) } else { replicating },
         seconds_behind_source: replica.and_then(|replica| replica.seconds_behind_source),
@@ -490,6 +501,7 @@ mod tests {
             blocked,
             last_failover: None,
             previous,
+            previous_sites: &[],
             generation: Some(3),
             now: at("2026-11-30T17:00:01Z"),
         }
@@ -525,6 +537,33 @@ mod tests {
         assert_eq!(status["conditions"][0]["status"], "True");
         assert_eq!(status["conditions"][1]["type"], "Degraded");
         assert_eq!(status["conditions"][1]["status"], "False");
+    }
+
+    #[test]
+    fn a_site_that_stops_answering_keeps_when_it_was_last_seen() {
+        let facts =
+            [fact("iad", SiteState::Unreachable, false), fact("pdx", SiteState::ReadOnly, true)];
+        let previous = [
+            SiteStatus {
+                name: "iad".to_owned(),
+                last_seen: Some(time(at("2026-11-30T16:59:58Z"))),
+                ..SiteStatus::default()
+            },
+            SiteStatus {
+                name: "pdx".to_owned(),
+                last_seen: Some(time(at("2026-11-30T16:59:58Z"))),
+                ..SiteStatus::default()
+            },
+        ];
+        let mut polled = outcome(&facts, Some("pdx"), &[], &[], &[]);
+        polled.previous_sites = &previous;
+        let body = render(&polled);
+        // iad did not answer: the time it last did; pdx answered: this poll's time.
+        assert_eq!(body["status"]["sites"][0]["lastSeen"], "2026-11-30T16:59:58Z", "{body}");
+        assert_eq!(body["status"]["sites"][1]["lastSeen"], "2026-11-30T17:00:00Z", "{body}");
+        // Never seen stays never seen.
+        let body = render(&outcome(&facts, Some("pdx"), &[], &[], &[]));
+        assert!(body["status"]["sites"][0].get("lastSeen").is_none(), "{body}");
     }
 
     #[test]

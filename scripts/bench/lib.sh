@@ -14,21 +14,22 @@ bench_bloodraven() {
 }
 
 # Starts `bloodraven lab --scenario $1 --serve` in the background and sets LAB_PID and
-# LAB_KUBECONFIG. The caller stops it with bench_stop_lab (also from an EXIT trap).
+# LAB_KUBECONFIG, waiting up to $2 seconds (default 60) for it. The caller stops it with
+# bench_stop_lab (also from an EXIT trap).
 bench_start_lab() {
-  local scenario=$1 bin out
+  local scenario=$1 seconds=${2:-60} bin out
   bin=$(bench_bloodraven) || return 1
   out="$BENCH_TMP/lab-$scenario.out"
   "$bin" lab --scenario "$scenario" --serve >"$out" 2>"$BENCH_TMP/lab-$scenario.err" &
   LAB_PID=$!
   LAB_KUBECONFIG=""
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 $((seconds * 10))); do
     LAB_KUBECONFIG=$(sed -n 's/^kubeconfig: //p' "$out")
     [ -n "$LAB_KUBECONFIG" ] && return 0
     kill -0 "$LAB_PID" 2>/dev/null || break
     sleep 0.1
   done
-  bench_log "the lab (scenario $scenario) printed no kubeconfig within 60 s:"
+  bench_log "the lab (scenario $scenario) printed no kubeconfig within $seconds s:"
   cat "$BENCH_TMP/lab-$scenario.err" >&2
   return 1
 }

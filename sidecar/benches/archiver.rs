@@ -33,6 +33,9 @@ use jiff::Timestamp;
 
 const UUID: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
 
+/// The daemon's default `ARCHIVE_SCAN_FLOOR`: how often it stats the binlog index.
+const SCAN_FLOOR: Duration = Duration::from_secs(1);
+
 /// A binlog of about `mib` MiB: transactions of one 8 KiB row, GTIDs from `first`.
 fn binlog(first: u64, mib: usize) -> (Vec<u8>, u64) {
     let uuid: Uuid = UUID.parse().unwrap();
@@ -155,9 +158,13 @@ async fn run<S: ObjectStore>(label: &str, store: S, destination: Destination) {
         times[((times.len() as f64 * p).ceil() as usize).saturating_sub(1)].as_secs_f64() * 1000.0
     };
     println!("BENCH archiver/seal-to-archived-scan/{label}/p50 {:.1} ms file_mib=1", pct(0.5));
+    println!("BENCH archiver/seal-to-archived-scan/{label}/p99 {:.1} ms file_mib=1", pct(0.99));
+    // The daemon notices a rotation with a stat of the index every scan floor (1 s by
+    // default): the worst case from seal to archived is the floor plus the scan.
+    let floor_ms = SCAN_FLOOR.as_secs_f64() * 1000.0;
     println!(
-        "BENCH archiver/seal-to-archived-scan/{label}/p99 {:.1} ms goal=≤2000(+1000 scan floor) file_mib=1",
-        pct(0.99)
+        "BENCH archiver/seal-to-archived/{label}/p99 {:.1} ms goal=≤2000 floor_ms={floor_ms:.0} file_mib=1",
+        floor_ms + pct(0.99)
     );
 }
 

@@ -32,11 +32,18 @@ enum Command {
     Backup(Box<jobs::backup::BackupArgs>),
     /// Restore Job step: load a finished backup artifact into an empty site.
     Restore(Box<jobs::restore::RestoreArgs>),
+    /// PITR restore Job step 1: read the dump's metadata, write /pitr-dump-meta/dump.json.
+    DumpMeta(Box<jobs::dump_meta::DumpMetaArgs>),
+    /// PITR restore Job step 2: plan over the archive, stage the segment files.
+    PitrDownload(Box<jobs::pitr_download::PitrDownloadArgs>),
+    /// PITR restore Job step 3 (after the load): replay the plan and prove the result.
+    Replay(Box<jobs::replay::ReplayArgs>),
 }
 
 /// The subcommand names; any other first argument (or none) runs the daemon with its
 /// environment and flags exactly as before subcommands existed.
-const SUBCOMMANDS: &[&str] = &["run", "backup", "restore", "help"];
+const SUBCOMMANDS: &[&str] =
+    &["run", "backup", "restore", "dump-meta", "pitr-download", "replay", "help"];
 
 /// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
@@ -132,6 +139,8 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A misspelt BLOODRAVEN_CRASH_AT stops here (drill builds only; a no-op otherwise).
+    bloodraven_crashpoint::check_env().context("BLOODRAVEN_CRASH_AT")?;
     let first = std::env::args().nth(1);
     if !first.as_deref().is_some_and(|arg| SUBCOMMANDS.contains(&arg)) {
         return daemon(Cli::parse()).await;
@@ -152,6 +161,21 @@ async fn main() -> anyhow::Result<()> {
                 outcome.data_bytes,
                 outcome.chunks
             ));
+            Ok(())
+        }
+        Command::DumpMeta(args) => {
+            jobs::dump_meta::run(*args).await.context("dump-meta failed")?;
+            Ok(())
+        }
+        Command::PitrDownload(args) => {
+            jobs::pitr_download::run(*args).await.context("pitr-download failed")?;
+            Ok(())
+        }
+        Command::Replay(args) => {
+            let outcome = jobs::replay::run(*args).await.context("replay failed")?;
+            for line in &outcome.lines {
+                print_line(line);
+            }
             Ok(())
         }
     }

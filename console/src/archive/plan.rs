@@ -5,7 +5,7 @@
 //! staged.
 //!
 //! The backup's metadata comes from the MysqlBackup's status (`gtidExecuted`, `completionTime`
-//! as the dump's end): dump-meta's stamp and `@.done.json` are not read here, so a target in
+//! as the dump's end, through [`super::backup_meta`], as the archive panel's windows): dump-meta's stamp and `@.done.json` are not read here, so a target in
 //! the upload's time after the dump refuses `PITRBackupAfterTarget` where the restore may not.
 
 use std::io::Write;
@@ -14,11 +14,11 @@ use anyhow::Context as _;
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
 use bloodraven_crd::{MysqlBackup, MysqlFailoverGroup};
 use bloodraven_gtid::GtidSet;
-use bloodraven_pitr::{BackupMeta, History, Input, Limits, Plan, Refusal, Request, coverage_json};
+use bloodraven_pitr::{History, Input, Limits, Plan, Refusal, Request, coverage_json};
 use bloodraven_replay::download::{Opened, download};
 use bloodraven_store::ObjectStore;
 
-use super::{ArchiveAccess, ArchiveStore, locate, open_store};
+use super::{ArchiveAccess, ArchiveStore, backup_meta, locate, open_store};
 
 /// What to plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +44,6 @@ async fn plan_in<S: ObjectStore>(
     store: &S,
     root: &bloodraven_store::ArchiveRoot,
     backup: (GtidSet, jiff::Timestamp),
-    source_uid: &str,
     request: Request,
 ) -> anyhow::Result<PlanAnswer> {
     let opened = download(store, root, ReaderOptions::new(ReaderKey::None), None)
@@ -54,7 +53,7 @@ async fn plan_in<S: ObjectStore>(
         Opened::Archive(downloaded) => (downloaded.history, None),
         Opened::Refused(refusal) => (History::default(), Some(refusal)),
     };
-    let meta = BackupMeta::complete(backup.0, backup.1, source_uid, &history.archive_id);
+    let meta = backup_meta(backup.0, backup.1, &history.archive_id);
     let result = bloodraven_pitr::plan(Input {
         history: &history,
         open_refusal: refusal.as_ref(),
@@ -94,19 +93,14 @@ pub async fn plan(
     let location = locate(&group).map_err(anyhow::Error::msg).with_context(|| {
         format!("MysqlFailoverGroup {}/{} has no PITR archive", query.namespace, query.group)
     })?;
-    let uid = group.metadata.uid.clone().unwrap_or_default();
     let request = Request {
         target: query.target.clone(),
         exclude_gtids: query.exclude_gtids.clone(),
         allow_partial: false,
     };
     match open_store(access, &location).await.map_err(anyhow::Error::msg)? {
-        ArchiveStore::Fs(store, root) => {
-            plan_in(&store, &root, (gtids, completed), &uid, request).await
-        }
-        ArchiveStore::S3(store, root) => {
-            plan_in(&store, &root, (gtids, completed), &uid, request).await
-        }
+        ArchiveStore::Fs(store, root) => plan_in(&store, &root, (gtids, completed), request).await,
+        ArchiveStore::S3(store, root) => plan_in(&store, &root, (gtids, completed), request).await,
     }
 }
 

@@ -25,6 +25,20 @@ async fn laid(scenario: Scenario, location: &ArchiveLocation) -> tempfile::TempD
     directory
 }
 
+/// The planner's view of a fixture archive, every row indexed from its bytes (as `load` reads
+/// them through pitr-download).
+fn indexed(fixture: &Fixture, archive: &OpenArchive) -> bloodraven_pitr::History {
+    let mut index = bloodraven_pitr::RowIndex::new();
+    for (site, manifest) in &archive.manifests {
+        for row in &manifest.files {
+            let key = row.object_key(site).unwrap();
+            let bytes = &fixture.objects[&key];
+            index.insert(key, bloodraven_pitr::index_row(row, &archive.content_id_key, bytes));
+        }
+    }
+    bloodraven_pitr::History::from_archive(archive, index)
+}
+
 /// A summary of a fixture archive, as the archive source builds it.
 pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
     let fixture = Fixture::build(scenario);
@@ -33,7 +47,13 @@ pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
         manifests: fixture.manifests.clone(),
         content_id_key: bloodraven_archive::ContentIdKey::Plain,
     };
-    summarize("pvc://orders/orders-backups/binlogs", &archive, &anchors(&fixture))
+    let history = indexed(&fixture, &archive);
+    summarize_read(
+        "pvc://orders/orders-backups/binlogs",
+        &archive,
+        Some(&history),
+        &anchors(&fixture),
+    )
 }
 
 /// The summary of the archive `bloodraven lab` lays for group `namespace/group` of lab scenario
@@ -58,7 +78,8 @@ pub(crate) fn lab_summary(name: &str, (namespace, group): &(String, String)) -> 
         manifests: fixture.manifests.clone(),
         content_id_key: bloodraven_archive::ContentIdKey::Plain,
     };
-    summarize(lab.destination.as_str(), &archive, &anchors(&fixture))
+    let history = indexed(&fixture, &archive);
+    summarize_read(lab.destination.as_str(), &archive, Some(&history), &anchors(&fixture))
 }
 
 fn pvc() -> ArchiveLocation {
@@ -188,4 +209,69 @@ async fn the_lab_lays_each_scenario_archive_where_the_panel_reads_it() {
         let ArchiveOutcome::Covered(summary) = outcome else { panic!("{scenario}: {outcome:?}") };
         assert_eq!((summary.gaps.len(), summary.forks.len()), (gaps, forks), "{scenario}");
     }
+}
+
+/// One truth: the window the panel shows for the `pitr-divergent` lab's backups is the
+/// planner's answer over the same archive: its start plans, every target through its end
+/// plans, and the second after is refused with the token the panel names.
+#[tokio::test]
+async fn the_panel_window_is_the_planners_answer() {
+    let now: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+    let mut objects = crate::scenarios::objects("pitr-divergent", now).unwrap();
+    crate::lab::assign_uids(&mut objects);
+    crate::lab::align_with_fixture(&mut objects, "pitr-divergent", now);
+    let directory = tempfile::tempdir().unwrap();
+    crate::lab::lay_archives("pitr-divergent", &objects, directory.path(), now).await.unwrap();
+    let group: MysqlFailoverGroup = objects
+        .iter()
+        .find(|object| object["kind"] == "MysqlFailoverGroup")
+        .map(|object| serde_json::from_value(object.clone()).unwrap())
+        .unwrap();
+    let backups: Vec<BackupAnchor> = objects
+        .iter()
+        .filter(|object| object["kind"] == "MysqlBackup")
+        .map(|object| BackupAnchor::of(&serde_json::from_value(object.clone()).unwrap()))
+        .collect();
+    assert!(!backups.is_empty(), "the pitr-divergent lab has backups");
+    let location = locate(&group).unwrap();
+    let request = ArchiveRequest { location: location.clone(), backups: backups.clone() };
+    let access =
+        ArchiveAccess { archive_root: Some(directory.path().to_path_buf()), secret_client: None };
+    let ArchiveOutcome::Covered(summary) = load(&access, &request).await else {
+        panic!("the lab archive opens")
+    };
+    let ArchiveStore::Fs(store, root) = open_store(&access, &location).await.unwrap() else {
+        panic!("a PVC archive")
+    };
+    let options = ReaderOptions::new(ReaderKey::None);
+    let bloodraven_replay::download::Opened::Archive(downloaded) =
+        bloodraven_replay::download::download(&store, &root, options, None).await.unwrap()
+    else {
+        panic!("the lab archive opens")
+    };
+    let history = &downloaded.history;
+    let mut windows = 0;
+    for (shown, anchor) in summary.backups.iter().zip(&backups) {
+        let Ok(window) = &shown.window else { continue };
+        windows += 1;
+        let meta = backup_meta(
+            anchor.gtid_executed.as_deref().unwrap().parse().unwrap(),
+            anchor.completed.unwrap(),
+            &history.archive_id,
+        );
+        let answer = |at: Timestamp| {
+            bloodraven_pitr::answer(history, None, &meta, "", Default::default(), at)
+        };
+        let end = window.end.expect("the lab's window ends");
+        let mut at = window.start;
+        while at <= end {
+            assert_eq!(answer(at), bloodraven_pitr::Answer::Plans, "{}: target {at}", shown.name);
+            at = at.checked_add(jiff::SignedDuration::from_secs(1)).unwrap();
+        }
+        let bloodraven_pitr::Answer::Refused { token, .. } = answer(at) else {
+            panic!("{}: the second after the window plans", shown.name)
+        };
+        assert_eq!(token.as_str(), window.stop_token, "{}", shown.name);
+    }
+    assert!(windows > 0, "{:?}", summary.backups);
 }

@@ -22,6 +22,18 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// The origin as the audit journal records it: `{"screen": …}`, `{"runbook": …, "step":
+    /// …}` or `"cli"`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Origin::Screen(screen) => serde_json::json!({ "screen": screen }),
+            Origin::Runbook { runbook, step } => {
+                serde_json::json!({ "runbook": runbook, "step": step })
+            }
+            Origin::Cli => serde_json::json!("cli"),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Origin::Screen(screen) => format!("from {screen}"),

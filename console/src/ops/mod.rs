@@ -165,7 +165,7 @@ fn compact(now: jiff::Timestamp) -> String {
 
 /// What an operation is decided on: the group as read (uncached) and, for a verification,
 /// the backup.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
     pub group: Option<MysqlFailoverGroup>,
     pub backup: Option<MysqlBackup>,

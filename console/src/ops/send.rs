@@ -17,7 +17,7 @@ use crate::client::WriteSwitch;
 use crate::journal::{Journal, JournalError, Phase, Record};
 
 /// An operation decided on a fresh read: what it will send and why it may not.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Prepared {
     pub op: WriteOp,
     pub observed: Observed,
@@ -235,11 +235,13 @@ fn api_error(error: kube::Error, what: &str, tested: bool) -> SendError {
 
 /// Sends a confirmed operation: refuses in read-only mode or when the preflight refuses,
 /// writes the journal's before record, sends exactly the preview's request, writes the after
-/// record, then (when RBAC allows) the ConsoleOperation Event. Never retries.
+/// record, then (when RBAC allows) the ConsoleOperation Event. Never retries. `origin` (a
+/// screen, a runbook step, the command line) is recorded in both journal records.
 pub async fn send(
     session: &Session,
     prepared: &Prepared,
     user: Option<&str>,
+    origin: &super::confirm::Origin,
     now: jiff::Timestamp,
 ) -> Result<Sent, SendError> {
     let op = &prepared.op;
@@ -257,6 +259,7 @@ pub async fn send(
         phase: Phase::Before,
         user: user.map(str::to_owned),
         context: session.context.clone(),
+        origin: Some(origin.to_json()),
         operation: serde_json::to_value(op).unwrap_or_default(),
         request: serde_json::to_value(&patch).ok(),
         preflight: serde_json::to_value(&prepared.preflight).ok(),

@@ -264,20 +264,26 @@ fn show(out: &mut dyn std::io::Write, prepared: &Prepared) -> std::io::Result<()
         }
         Err(error) => writeln!(out, "request: none ({error})")?,
     }
-    let primary_down = prepared
-        .observed
-        .group
-        .as_ref()
-        .and_then(|group| group.status.as_ref())
-        .is_none_or(|status| status.active_site.is_none());
+    let primary_down = primary_down(prepared);
     if let Some(statement) = data_loss_statement(&prepared.op, primary_down) {
         writeln!(out, "data loss: {statement}")?;
     }
     Ok(())
 }
 
+/// Whether the group `prepared` was decided on has no active site (or was not read): what the
+/// data-loss statement depends on.
+pub(crate) fn primary_down(prepared: &Prepared) -> bool {
+    prepared
+        .observed
+        .group
+        .as_ref()
+        .and_then(|group| group.status.as_ref())
+        .is_none_or(|status| status.active_site.is_none())
+}
+
 /// Asks at the terminal for the confirmation name; `Ok(false)` on anything else.
-fn ask(name: &str) -> anyhow::Result<bool> {
+pub(crate) fn ask(name: &str) -> std::io::Result<bool> {
     let mut stderr = std::io::stderr();
     write!(stderr, "type {name:?} to confirm (anything else cancels): ")?;
     stderr.flush()?;
@@ -286,14 +292,34 @@ fn ask(name: &str) -> anyhow::Result<bool> {
     Ok(line.trim() == name)
 }
 
-/// Runs a write verb. `Ok(())` once the operation was sent (and, with --wait, succeeded).
-pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
-    let write = verb.write();
+/// The console config `at` names (or the default path's), with the path it was read from.
+pub(crate) fn load_config(at: &Where) -> anyhow::Result<(Option<PathBuf>, Config)> {
     let config_path = at.config.clone().or_else(Config::default_path);
     let config = match &config_path {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    Ok((config_path, config))
+}
+
+/// A write session over `client`, journaling to `journal_dir` (or the default journal folder).
+pub(crate) fn open_session(
+    client: kube::Client,
+    context: String,
+    switch: WriteSwitch,
+    journal_dir: Option<&PathBuf>,
+) -> anyhow::Result<Session> {
+    let journal_dir = match journal_dir {
+        Some(dir) => dir.clone(),
+        None => journal::default_dir()?,
+    };
+    Ok(Session { client, context, switch, journal: Arc::new(Journal::open(&journal_dir)?) })
+}
+
+/// Runs a write verb. `Ok(())` once the operation was sent (and, with --wait, succeeded).
+pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
+    let write = verb.write();
+    let (config_path, config) = load_config(at)?;
     let switch = WriteSwitch::read_only();
     let (client, connection) =
         connect_guarded(at.kubeconfig.as_deref(), at.context.as_deref(), switch.clone()).await?;
@@ -328,16 +354,12 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
             config_path.map(|path| path.display().to_string()).unwrap_or_default()
         );
     }
-    let journal_dir = match &write.journal_dir {
-        Some(dir) => dir.clone(),
-        None => journal::default_dir()?,
-    };
-    let session = Session {
-        client: client.clone(),
-        context: connection.context.clone(),
+    let session = open_session(
+        client.clone(),
+        connection.context.clone(),
         switch,
-        journal: Arc::new(Journal::open(&journal_dir)?),
-    };
+        write.journal_dir.as_ref(),
+    )?;
     let interactive = !write.yes && std::io::stdin().is_terminal();
     if !write.yes && !interactive {
         bail!(
@@ -366,7 +388,15 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
         if !confirmed {
             bail!("not confirmed (the confirmation is {name:?}): nothing was sent");
         }
-        match send::send(&session, &prepared, user.as_deref(), jiff::Timestamp::now()).await {
+        match send::send(
+            &session,
+            &prepared,
+            user.as_deref(),
+            &super::confirm::Origin::Cli,
+            jiff::Timestamp::now(),
+        )
+        .await
+        {
             Ok(sent) => break sent,
             Err(SendError::Conflict { what, message }) => {
                 eprintln_safe(&format!(

@@ -72,3 +72,37 @@ fn offers_map_to_the_console_s_guided_operations() {
     );
     assert_eq!(write_op(&offer(Action::ReleaseOfflineFence, &[("site", "iad")]), &group), None);
 }
+
+/// `runbook run --write` parses; `--yes` needs `--confirm` and `--write`; read-only by default.
+#[test]
+fn run_with_actions_parses_and_is_opt_in() {
+    use clap::FromArgMatches as _;
+
+    use crate::cli::{Cli, Command, command_for};
+    let parse = |argv: &[&str]| {
+        command_for(None).try_get_matches_from(argv).and_then(|m| Cli::from_arg_matches(&m))
+    };
+    let act = |argv: &[&str]| match parse(argv).unwrap().command {
+        Some(Command::Runbook(args)) => match args.command {
+            RunbookCommand::Run { act, .. } => act,
+            other => panic!("not run: {other:?}"),
+        },
+        other => panic!("not runbook: {other:?}"),
+    };
+    let base = ["bloodraven", "runbook", "run", "automation-hold", "orders"];
+    let read_only = act(&base);
+    assert!(!read_only.write && !read_only.yes && read_only.confirm.is_none());
+    let acting =
+        act(&[&base[..], &["--write", "--yes", "--confirm", "orders", "--settle", "5"]].concat());
+    assert!(acting.write && acting.yes);
+    assert_eq!((acting.confirm.as_deref(), acting.settle), (Some("orders"), 5));
+    assert!(parse(&[&base[..], &["--write", "--yes"]].concat()).is_err(), "--yes needs --confirm");
+    assert!(
+        parse(&[&base[..], &["--yes", "--confirm", "orders"]].concat()).is_err(),
+        "--yes needs --write"
+    );
+    assert!(
+        parse(&[&base[..], &["--confirm", "orders"]].concat()).is_err(),
+        "--confirm needs --write"
+    );
+}

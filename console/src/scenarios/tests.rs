@@ -307,3 +307,16 @@ fn the_token_check_catches_a_token_outside_the_catalog() {
     assert_eq!(warning.1, "Slow");
     assert!(bloodraven_crd::catalog::lookup(Kind::PlannedFailoverWarning, "Slow").is_none());
 }
+
+/// `fleet-10000` (for measuring) is the fleet generator at 10,000 groups: listed by `lab`
+/// (`all_names`) and in the unknown-scenario error, not in [`NAMES`].
+#[test]
+fn the_large_fleet_is_loadable_but_not_in_the_per_scenario_list() {
+    assert!(!NAMES.contains(&"fleet-10000"));
+    assert!(super::all_names().any(|name| name == "fleet-10000"));
+    let objects = super::raw_objects("fleet-10000").unwrap();
+    assert_eq!(objects.len(), super::LARGE_FLEET_SIZE);
+    assert_eq!(objects[9_999]["metadata"]["name"], "db-9999");
+    let error = super::raw_objects("fleet-100").unwrap_err().to_string();
+    assert!(error.contains("fleet-10000"), "{error}");
+}

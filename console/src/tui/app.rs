@@ -19,7 +19,7 @@ use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use tokio::sync::mpsc;
 
-use super::action::{Action, Effect};
+use super::action::{Action, Effect, SendOutcome};
 use super::sources::Tagged;
 use super::state::{Scope, State};
 use super::{keymap, sources, update, view};
@@ -41,6 +41,23 @@ pub struct Options {
     pub archive_credentials_from_secret: bool,
     /// The kubeconfig `:ctx <name>` reads (`None`: the default one).
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// How this session may write; `None`: never (the client is read-only and `W` says so).
+    pub write: Option<WriteSetup>,
+}
+
+/// A session that may write: its client was built with [`crate::client::GuardedLayer`] on
+/// `switch` (`connect_guarded`), and `:ctx` rebuilds it the same way.
+#[derive(Clone, Debug)]
+pub struct WriteSetup {
+    /// The switch the client obeys; the runtime sets it from `update`'s
+    /// [`Effect::SetWrite`] only.
+    pub switch: crate::client::WriteSwitch,
+    /// Start in write mode (`--write`; refused before this for a pinned context).
+    pub start_on: bool,
+    /// The audit journal's folder (`None`: `$XDG_STATE_HOME/bloodraven/journal`).
+    pub journal_dir: Option<std::path::PathBuf>,
+    /// Contexts pinned read-only.
+    pub config: crate::ops::config::Config,
 }
 
 /// Runs the console until the user quits, `input` ends, or `shutdown` resolves.
@@ -59,8 +76,18 @@ where
 {
     let mut refusals = crate::client::refusals();
     let (sender, mut receiver) = mpsc::channel::<Tagged>(4096);
-    let mut state = State::new(Timestamp::now(), options.context, options.scope);
+    let mut state = State::new(Timestamp::now(), options.context.clone(), options.scope.clone());
     state.ui.no_color = options.no_color;
+    if let Some(write) = &options.write {
+        state.guided.write.capable = true;
+        state.guided.write.config = write.config.clone();
+        state.guided.write.on = write.start_on && write.config.pinned_by(&state.context).is_none();
+        write.switch.set(state.guided.write.on);
+    }
+    // Answers of guided operations (reviews and sends) run in tasks and come back here.
+    let (guided_sender, mut guided_receiver) = mpsc::channel::<Action>(16);
+    let mut guided_tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let mut journal: Option<std::sync::Arc<crate::journal::Journal>> = None;
     let mut tasks = sources::spawn(&client, &state.scope, &sender, state.epoch);
     let mut archive_tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let mut archive_access = crate::archive::ArchiveAccess {
@@ -99,6 +126,7 @@ where
                 Some(Err(error)) => break Err(anyhow::anyhow!("reading the terminal failed: {error}")),
                 None => break Ok(()),
             },
+            Some(answer) = guided_receiver.recv() => actions.push_back(answer),
             Some(switched) = switch_receiver.recv() => {
                 if switched.request == switch_request {
                     match switched.result {
@@ -167,12 +195,71 @@ where
                         let kubeconfig = options.kubeconfig.clone();
                         let sender = switch_sender.clone();
                         let request = switch_request;
+                        let switch = options.write.as_ref().map(|write| write.switch.clone());
                         switch_task = Some(tokio::spawn(async move {
-                            let result =
-                                crate::client::connect(kubeconfig.as_deref(), Some(&context))
+                            let result = match switch {
+                                Some(switch) => {
+                                    crate::client::connect_guarded(
+                                        kubeconfig.as_deref(),
+                                        Some(&context),
+                                        switch,
+                                    )
                                     .await
-                                    .map_err(|error| error.to_string());
+                                }
+                                None => {
+                                    crate::client::connect(kubeconfig.as_deref(), Some(&context))
+                                        .await
+                                }
+                            }
+                            .map_err(|error| error.to_string());
                             let _ = sender.send(Switched { request, context, result }).await;
+                        }));
+                    }
+                    Effect::SetWrite(on) => {
+                        if let Some(write) = &options.write {
+                            tracing::info!(on, context = %state.context, "write mode");
+                            write.switch.set(on);
+                        }
+                    }
+                    Effect::Review { serial, op, access } => {
+                        guided_tasks.retain(|task| !task.is_finished());
+                        guided_tasks.push(review(
+                            client.clone(),
+                            serial,
+                            op,
+                            access,
+                            &guided_sender,
+                        ));
+                    }
+                    Effect::Send { serial, prepared, user, origin } => {
+                        let write = options.write.as_ref();
+                        let session = match session(write, &client, &state, &mut journal) {
+                            Ok(session) => session,
+                            Err(error) => {
+                                let outcome = SendOutcome::Failed(error);
+                                actions.push_back(Action::Sent { serial, outcome });
+                                continue;
+                            }
+                        };
+                        let sender = guided_sender.clone();
+                        guided_tasks.retain(|task| !task.is_finished());
+                        guided_tasks.push(tokio::spawn(async move {
+                            let outcome = match crate::ops::send::send(
+                                &session,
+                                &prepared,
+                                user.as_deref(),
+                                &origin,
+                                Timestamp::now(),
+                            )
+                            .await
+                            {
+                                Ok(sent) => SendOutcome::Sent(sent),
+                                Err(crate::ops::send::SendError::Conflict { what, message }) => {
+                                    SendOutcome::Conflict(format!("{what}: {message}"))
+                                }
+                                Err(error) => SendOutcome::Failed(error.to_string()),
+                            };
+                            let _ = sender.send(Action::Sent { serial, outcome }).await;
                         }));
                     }
                     Effect::LoadArchive { key, request } => {
@@ -192,10 +279,68 @@ where
             break Ok(());
         }
     };
-    for task in tasks.into_iter().chain(archive_tasks).chain(switch_task) {
+    for task in tasks.into_iter().chain(archive_tasks).chain(switch_task).chain(guided_tasks) {
         task.abort();
     }
     result
+}
+
+/// Reads and decides `op` afresh and, when `access`, asks the two self-reviews; answers with
+/// [`Action::Reviewed`].
+fn review(
+    client: Client,
+    serial: u64,
+    op: crate::ops::WriteOp,
+    access: bool,
+    sender: &mpsc::Sender<Action>,
+) -> tokio::task::JoinHandle<()> {
+    let sender = sender.clone();
+    tokio::spawn(async move {
+        let result = match crate::ops::send::prepare(&client, op, Timestamp::now()).await {
+            Ok(prepared) => {
+                let access = if access {
+                    Some(crate::ops::send::access(&client, &prepared).await)
+                } else {
+                    None
+                };
+                Ok(Box::new((prepared, access)))
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        let _ = sender.send(Action::Reviewed { serial, result }).await;
+    })
+}
+
+/// The session a confirmed operation is sent in (the journal is opened at the first send).
+fn session(
+    write: Option<&WriteSetup>,
+    client: &Client,
+    state: &State,
+    journal: &mut Option<std::sync::Arc<crate::journal::Journal>>,
+) -> Result<crate::ops::send::Session, String> {
+    let Some(write) = write else {
+        return Err("this session cannot write: it was started with a read-only client".to_owned());
+    };
+    let opened = match journal {
+        Some(journal) => journal.clone(),
+        None => {
+            let dir = match &write.journal_dir {
+                Some(dir) => dir.clone(),
+                None => crate::journal::default_dir().map_err(|error| error.to_string())?,
+            };
+            let opened = std::sync::Arc::new(
+                crate::journal::Journal::open(&dir).map_err(|error| error.to_string())?,
+            );
+            *journal = Some(opened.clone());
+            opened
+        }
+    };
+    Ok(crate::ops::send::Session {
+        client: client.clone(),
+        context: state.context.clone(),
+        switch: write.switch.clone(),
+        journal: opened,
+    })
 }
 
 /// What a `:ctx` connection task reports.

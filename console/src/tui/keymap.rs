@@ -4,6 +4,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::Intent;
 use super::state::Mode;
+use crate::ops::confirm::DialogKey;
 
 /// One key binding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +53,8 @@ const FLEET: &[Binding] = &[
     bind(KeyCode::Char('s'), "s", Intent::CycleSort, "sort by the next column", true),
     bind(KeyCode::Char('S'), "S", Intent::ReverseSort, "reverse the sort", false),
     bind(KeyCode::Char(':'), ":", Intent::StartCommand, "command (ns, view)", true),
+    bind(KeyCode::Char('a'), "a", Intent::Guided, "act: guided operations for the group", true),
+    bind(KeyCode::Char('W'), "W", Intent::ToggleWrite, "write mode on (confirmed) / off", false),
     bind(KeyCode::Char(' '), "space", Intent::ToggleFreeze, "freeze / unfreeze the display", true),
     bind(KeyCode::Char('?'), "?", Intent::ToggleHelp, "help", true),
     bind(KeyCode::Char('q'), "q", Intent::Quit, "quit", true),
@@ -81,7 +84,15 @@ const DETAIL: &[Binding] = &[
         "runbooks: the ones that apply, and walks",
         false,
     ),
-    bind(KeyCode::Enter, "enter", Intent::Open, "runbooks: walk the selected / go on", false),
+    bind(
+        KeyCode::Enter,
+        "enter",
+        Intent::Open,
+        "runbooks: walk the selected / go on / open the step's action",
+        false,
+    ),
+    bind(KeyCode::Char('a'), "a", Intent::Guided, "act: guided operations for this panel", true),
+    bind(KeyCode::Char('W'), "W", Intent::ToggleWrite, "write mode on (confirmed) / off", false),
     bind(KeyCode::Down, "↓", Intent::Down, "scroll down", false),
     bind(KeyCode::Char('j'), "j", Intent::Down, "scroll down", false),
     bind(KeyCode::Up, "↑", Intent::Up, "scroll up", false),
@@ -108,6 +119,25 @@ const LINE: &[Binding] = &[
     ctrl(KeyCode::Char('c'), "ctrl-c", Intent::Quit, "quit"),
 ];
 
+const DIALOG: &[Binding] = &[
+    bind(KeyCode::Esc, "esc", Intent::Dialog(DialogKey::Esc), "cancel / close", true),
+    bind(KeyCode::Enter, "enter", Intent::Dialog(DialogKey::Enter), "choose", true),
+    bind(KeyCode::Tab, "tab", Intent::Dialog(DialogKey::Switch), "Cancel / Confirm", true),
+    bind(
+        KeyCode::BackTab,
+        "shift-tab",
+        Intent::Dialog(DialogKey::Switch),
+        "Cancel / Confirm",
+        false,
+    ),
+    bind(KeyCode::Left, "←", Intent::Dialog(DialogKey::Switch), "Cancel / Confirm", false),
+    bind(KeyCode::Right, "→", Intent::Dialog(DialogKey::Switch), "Cancel / Confirm", false),
+    bind(KeyCode::Backspace, "backspace", Intent::Dialog(DialogKey::Backspace), "erase", false),
+    bind(KeyCode::Up, "↑", Intent::Up, "previous choice", false),
+    bind(KeyCode::Down, "↓", Intent::Down, "next choice", false),
+    ctrl(KeyCode::Char('c'), "ctrl-c", Intent::Quit, "quit"),
+];
+
 const HELP: &[Binding] = &[
     bind(KeyCode::Esc, "esc", Intent::ToggleHelp, "close help", true),
     bind(KeyCode::Char('?'), "?", Intent::ToggleHelp, "close help", false),
@@ -122,6 +152,7 @@ pub fn bindings(mode: Mode) -> &'static [Binding] {
         Mode::Detail => DETAIL,
         Mode::Filter | Mode::Command => LINE,
         Mode::Help => HELP,
+        Mode::Dialog => DIALOG,
     }
 }
 
@@ -142,6 +173,9 @@ pub fn intent(mode: Mode, key: KeyEvent) -> Option<Intent> {
     match (mode, key.code) {
         (Mode::Filter | Mode::Command, KeyCode::Char(c)) if modifiers.is_empty() => {
             Some(Intent::Type(c))
+        }
+        (Mode::Dialog, KeyCode::Char(c)) if modifiers.is_empty() => {
+            Some(Intent::Dialog(DialogKey::Char(c)))
         }
         _ => None,
     }
@@ -178,6 +212,14 @@ mod tests {
         assert_eq!(
             intent(Mode::Fleet, KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT)),
             Some(Intent::Bottom)
+        );
+        assert_eq!(
+            intent(Mode::Dialog, press(KeyCode::Char('q'))),
+            Some(Intent::Dialog(DialogKey::Char('q')))
+        );
+        assert_eq!(
+            intent(Mode::Fleet, KeyEvent::new(KeyCode::Char('W'), KeyModifiers::SHIFT)),
+            Some(Intent::ToggleWrite)
         );
         let mut release = press(KeyCode::Char('q'));
         release.kind = KeyEventKind::Release;

@@ -129,6 +129,8 @@ pub enum Mode {
     Filter,
     Command,
     Help,
+    /// An overlay of guided operations is open ([`Guided::overlay`]): every key goes to it.
+    Dialog,
 }
 
 /// Columns the fleet list sorts by.
@@ -223,7 +225,9 @@ impl Default for Ui {
 /// The data the console shows.
 #[derive(Clone, Debug, Default)]
 pub struct Data {
-    pub groups: BTreeMap<Key, MysqlFailoverGroup>,
+    /// Boxed: a decoded group is ~6.4 KB inline, and B-tree nodes keep room for 11 values, so
+    /// inline values cost about half as much again at 10,000 groups (`scripts/bench/tui-rss`).
+    pub groups: BTreeMap<Key, Box<MysqlFailoverGroup>>,
     /// Groups that did not decode, with the path and error.
     pub unreadable_groups: BTreeMap<Key, crate::decode::Unreadable>,
     pub backups: BTreeMap<Key, MysqlBackup>,
@@ -236,6 +240,38 @@ pub struct Data {
     /// fleet's problems without judging every group (one group on its watch event, all on a
     /// tick or a backups change). A frame judges afresh when it does not cover the groups.
     pub worst: BTreeMap<Key, Option<Severity>>,
+    /// The operator's leader Lease as last seen (`sources::operator_lease`).
+    pub operator: OperatorLease,
+}
+
+/// What the console knows of the operator's leader Lease (read-only; `sources::OPERATOR_LEASE`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum OperatorLease {
+    /// Not read yet.
+    #[default]
+    Unknown,
+    /// The Lease does not exist (no operator, or one run without leader election).
+    Absent { namespace: String, name: String },
+    /// It could not be read (forbidden, or the watch failed); `error` says why.
+    Unreadable { namespace: String, name: String, error: String },
+    /// The Lease as read.
+    Seen {
+        namespace: String,
+        name: String,
+        holder: Option<String>,
+        /// `spec.renewTime`, else `spec.acquireTime`.
+        renewed: Option<Timestamp>,
+    },
+}
+
+impl OperatorLease {
+    /// When the leader last renewed, when the Lease was read and says so (the verdict's input).
+    pub fn renewed(&self) -> Option<Timestamp> {
+        match self {
+            OperatorLease::Seen { renewed, .. } => *renewed,
+            _ => None,
+        }
+    }
 }
 
 /// What is known about one group's archive.
@@ -271,6 +307,81 @@ pub struct State {
     pub ui: Ui,
     /// The shipped runbooks (compiled in), checked once at start.
     pub runbooks: std::sync::Arc<Vec<bloodraven_runbook::Runbook>>,
+    /// Guided operations: the write switch and the open overlay.
+    pub guided: Guided,
+}
+
+/// Whether the session writes, as the header shows it and the runtime's client obeys it (the
+/// runtime mirrors `on` into its `client::WriteSwitch` on every [`super::action::Effect::SetWrite`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteMode {
+    /// Write mode is on: confirmed dialogs may send.
+    pub on: bool,
+    /// The runtime holds a client that can write once the switch is on (`false`: the session
+    /// was started without one, and `W` says so).
+    pub capable: bool,
+    /// The XDG config's contexts pinned read-only (`W` and `--write` refuse them).
+    pub config: crate::ops::config::Config,
+}
+
+impl WriteMode {
+    /// The pattern that pins `context` read-only, if any.
+    pub fn pinned_by<'a>(&'a self, context: &str) -> Option<&'a str> {
+        self.config.pinned_by(context)
+    }
+}
+
+/// A guided operation proposed from a screen or a runbook step: it opens the confirm dialog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proposal {
+    pub op: crate::ops::WriteOp,
+    pub origin: crate::ops::confirm::Origin,
+}
+
+/// The guided operations that fit the screen, to choose one from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Picker {
+    /// Where the choices came from (the picker's title).
+    pub title: String,
+    pub choices: Vec<Proposal>,
+    pub selected: usize,
+}
+
+/// An open confirm dialog, numbered so that late answers of an older one are dropped.
+#[derive(Clone, Debug)]
+pub struct GuidedDialog {
+    pub serial: u64,
+    pub dialog: crate::ops::confirm::ConfirmDialog,
+    /// When it was sent (the follow-through is shown from then on).
+    pub sent_at: Option<Timestamp>,
+}
+
+/// What is drawn over the screen; keys go to it.
+#[derive(Clone, Debug)]
+pub enum Overlay {
+    /// "Switch this session to write mode?" (`y` confirms).
+    WriteSwitch,
+    Picker(Picker),
+    Dialog(Box<GuidedDialog>),
+}
+
+/// The guided operations' state.
+#[derive(Clone, Debug, Default)]
+pub struct Guided {
+    pub write: WriteMode,
+    pub overlay: Option<Overlay>,
+    /// The serial of the last dialog opened.
+    pub serial: u64,
+}
+
+impl Guided {
+    /// The open confirm dialog, if any.
+    pub fn dialog(&self) -> Option<&GuidedDialog> {
+        match &self.overlay {
+            Some(Overlay::Dialog(dialog)) => Some(dialog),
+            _ => None,
+        }
+    }
 }
 
 impl State {
@@ -296,6 +407,7 @@ impl State {
             frozen: None,
             ui,
             runbooks: std::sync::Arc::new(runbooks),
+            guided: Guided::default(),
         }
     }
 
@@ -327,7 +439,13 @@ impl State {
                 if !judge {
                     return true;
                 }
-                let verdict = crate::verdict::of(group, &backups, &verifications, self.now);
+                let verdict = crate::verdict::of_with_lease(
+                    group,
+                    &backups,
+                    &verifications,
+                    self.data.operator.renewed(),
+                    self.now,
+                );
                 if self.ui.problems_only && !verdict.at_least(Severity::Warning) {
                     return false;
                 }
@@ -344,7 +462,7 @@ impl State {
                         })
                 })
             })
-            .map(|(_, group)| group)
+            .map(|(_, group)| &**group)
             .collect();
         let name = |group: &&MysqlFailoverGroup| {
             (group.metadata.namespace.clone(), group.metadata.name.clone())
@@ -377,7 +495,7 @@ impl State {
 
     /// The group a detail screen shows.
     pub fn group(&self, key: &Key) -> Option<&MysqlFailoverGroup> {
-        self.data.groups.get(key)
+        self.data.groups.get(key).map(|group| &**group)
     }
 
     /// The backups and verifications the verdicts read (copied once per call).
@@ -399,7 +517,8 @@ impl State {
     /// The verdict on one group, from everything the console holds.
     pub fn verdict(&self, group: &MysqlFailoverGroup) -> Verdict {
         let (backups, verifications) = self.related();
-        crate::verdict::of(group, &backups, &verifications, self.now)
+        let lease = self.data.operator.renewed();
+        crate::verdict::of_with_lease(group, &backups, &verifications, lease, self.now)
     }
 }
 

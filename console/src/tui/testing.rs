@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 
 use super::action::{Action, Change, DataEvent};
-use super::state::{ConnectionStatus, Scope, SourceKind, State};
+use super::state::{ConnectionStatus, OperatorLease, Scope, SourceKind, State};
 use super::update::update;
 use crate::scenarios;
 
@@ -47,6 +47,20 @@ pub(crate) fn scenario_state(name: &str) -> State {
         let status = ConnectionStatus::Connected;
         update(&mut state, Action::Data(DataEvent::Connection { source, status, at: loaded }));
     }
+    update(
+        &mut state,
+        Action::Data(DataEvent::OperatorLease(lease_renewed_at("2026-04-20T14:39:55Z"))),
+    );
     update(&mut state, Action::Tick(now()));
     state
+}
+
+/// The operator's leader Lease as the sources report it, renewed at `renewed`.
+pub(crate) fn lease_renewed_at(renewed: &str) -> OperatorLease {
+    OperatorLease::Seen {
+        namespace: "bloodraven-system".to_owned(),
+        name: "bloodraven-operator".to_owned(),
+        holder: Some("bloodraven-operator-5d8f7c9b6d-x2x7q".to_owned()),
+        renewed: Some(renewed.parse().unwrap()),
+    }
 }

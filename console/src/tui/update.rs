@@ -38,7 +38,11 @@ fn judged_by(action: &Action) -> Judged {
             Judged::One(key_of(&group.metadata))
         }
         Action::Data(
-            DataEvent::Groups(_) | DataEvent::Backups(_) | DataEvent::Verifications(_),
+            DataEvent::Groups(_)
+            | DataEvent::GroupsListed(_)
+            | DataEvent::Backups(_)
+            | DataEvent::Verifications(_)
+            | DataEvent::OperatorLease(_),
         ) => Judged::All,
         _ => Judged::Nothing,
     }
@@ -60,12 +64,14 @@ fn judge(state: &mut State, judged: Judged) {
         Judged::All => {
             let (backups, verifications) = state.related();
             let now = state.now;
+            let lease = state.data.operator.renewed();
             state.data.worst = state
                 .data
                 .groups
                 .iter()
                 .map(|(key, group)| {
-                    let verdict = crate::verdict::of(group, &backups, &verifications, now);
+                    let verdict =
+                        crate::verdict::of_with_lease(group, &backups, &verifications, lease, now);
                     (key.clone(), verdict.worst())
                 })
                 .collect();
@@ -150,13 +156,22 @@ fn step(state: &mut State, action: Action) -> Vec<Effect> {
             state.context.clone_from(&context);
             reset_data(state);
             state.ui.message = Some(format!("context {context}"));
-            // The runtime already holds the new client: restart every source on it.
-            vec![Effect::Render, Effect::Watch(state.scope.clone())]
+            // The runtime already holds the new client: restart every source on it. A new
+            // cluster starts read-only.
+            let mut effects = vec![Effect::Render];
+            if std::mem::take(&mut state.guided.write.on) {
+                effects.push(Effect::SetWrite(false));
+            }
+            effects.push(Effect::Watch(state.scope.clone()));
+            effects
         }
         Action::ContextSwitched(Err(error)) => {
             state.ui.message = Some(error);
             vec![Effect::Render]
         }
+        Action::Propose(proposal) => guided::propose(state, proposal),
+        Action::Reviewed { serial, result } => guided::reviewed(state, serial, result),
+        Action::Sent { serial, outcome } => guided::sent(state, serial, outcome),
     }
 }
 
@@ -188,7 +203,25 @@ fn apply_data(state: &mut State, event: DataEvent) {
                     state.data.unreadable_groups.remove(&key_of(&group.metadata));
                 }
             }
-            apply_change(&mut state.data.groups, change);
+            match change {
+                Change::Restarted(groups) => {
+                    state.data.groups = groups
+                        .into_iter()
+                        .map(|group| (key_of(&group.metadata), Box::new(group)))
+                        .collect();
+                }
+                Change::Applied(group) => {
+                    state.data.groups.insert(key_of(&group.metadata), group);
+                }
+                Change::Deleted(group) => {
+                    state.data.groups.remove(&key_of(&group.metadata));
+                }
+            }
+            SourceKind::Groups
+        }
+        DataEvent::GroupsListed(groups) => {
+            state.data.groups =
+                groups.into_iter().map(|group| (key_of(&group.metadata), group)).collect();
             SourceKind::Groups
         }
         DataEvent::UnreadableGroups(change) => {
@@ -228,6 +261,10 @@ fn apply_data(state: &mut State, event: DataEvent) {
             state.data.sources.entry(source).or_default().status = status;
             return;
         }
+        DataEvent::OperatorLease(lease) => {
+            state.data.operator = lease;
+            return;
+        }
         DataEvent::Archive { key, outcome, at: _ } => {
             let archive = state.data.archives.entry(key).or_default();
             archive.updated = Some(now);
@@ -258,8 +295,19 @@ fn input(state: &mut State, intent: Intent) -> Vec<Effect> {
         }
         Mode::Filter => line_input(state, intent, true),
         Mode::Command => return command_input(state, intent),
+        Mode::Dialog => return guided::overlay_input(state, intent),
+        Mode::Fleet | Mode::Detail if intent == Intent::ToggleWrite => {
+            return guided::toggle_write(state);
+        }
+        Mode::Fleet | Mode::Detail if intent == Intent::Guided => {
+            guided::open_picker(state);
+        }
         Mode::Fleet => fleet_input(state, intent),
-        Mode::Detail => detail_input(state, intent),
+        Mode::Detail => {
+            if let Some(proposal) = detail_input(state, intent) {
+                return guided::propose(state, proposal);
+            }
+        }
     }
     vec![Effect::Render]
 }
@@ -346,65 +394,69 @@ fn fleet_input(state: &mut State, intent: Intent) {
     }
 }
 
-fn detail_input(state: &mut State, intent: Intent) {
+/// Keys of the group detail; a runbook step's action comes back as a proposal.
+fn detail_input(state: &mut State, intent: Intent) -> Option<super::state::Proposal> {
     if common(state, &intent) {
-        return;
+        return None;
     }
-    if runbook::runbook_input(state, &intent) {
-        return;
+    match runbook::runbook_input(state, &intent) {
+        runbook::Handled::No => {}
+        runbook::Handled::Yes => return None,
+        runbook::Handled::Propose(proposal) => return Some(proposal),
     }
     if intent == Intent::Back {
         if state.ui.screens.len() > 1 {
             state.ui.screens.pop();
         }
         state.ui.mode = Mode::Fleet;
-        return;
+        return None;
     }
     match intent {
         Intent::Down => {
             state.ui.scroll = state.ui.scroll.saturating_add(1);
-            return;
+            return None;
         }
         Intent::Up => {
             state.ui.scroll = state.ui.scroll.saturating_sub(1);
-            return;
+            return None;
         }
         Intent::Top => {
             state.ui.scroll = 0;
             state.ui.hscroll = 0;
-            return;
+            return None;
         }
         Intent::ScrollRight => {
             state.ui.hscroll = state.ui.hscroll.saturating_add(HSCROLL_STEP);
-            return;
+            return None;
         }
         Intent::ScrollLeft => {
             state.ui.hscroll = state.ui.hscroll.saturating_sub(HSCROLL_STEP);
-            return;
+            return None;
         }
         Intent::PageDown | Intent::HalfPageDown => {
             let step = if intent == Intent::PageDown { PAGE } else { PAGE / 2 };
             state.ui.scroll = state.ui.scroll.saturating_add(u16::try_from(step).unwrap_or(1));
-            return;
+            return None;
         }
         Intent::PageUp | Intent::HalfPageUp => {
             let step = if intent == Intent::PageUp { PAGE } else { PAGE / 2 };
             state.ui.scroll = state.ui.scroll.saturating_sub(u16::try_from(step).unwrap_or(1));
-            return;
+            return None;
         }
         _ => {}
     }
-    let Some(Screen::Group { tab, .. }) = state.ui.screens.last_mut() else { return };
+    let Some(Screen::Group { tab, .. }) = state.ui.screens.last_mut() else { return None };
     let count = DetailTab::ALL.len();
     let index = match intent {
         Intent::NextTab => (tab.index() + 1) % count,
         Intent::PreviousTab => (tab.index() + count - 1) % count,
         Intent::Tab(index) if index < count => index,
-        _ => return,
+        _ => return None,
     };
     *tab = DetailTab::ALL[index];
     state.ui.scroll = 0;
     state.ui.hscroll = 0;
+    None
 }
 
 fn line_input(state: &mut State, intent: Intent, filter: bool) {
@@ -474,6 +526,11 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
         },
         ["ctx" | "context", context] => {
             state.ui.message = Some(format!("switching to context {context}…"));
+            // Another cluster is never written by the switch this one was given.
+            if state.guided.write.on {
+                state.guided.write.on = false;
+                effects.push(Effect::SetWrite(false));
+            }
             effects.push(Effect::SwitchContext((*context).to_owned()));
         }
         ["q" | "quit"] => return vec![Effect::Quit],
@@ -532,8 +589,10 @@ fn reset_data(state: &mut State) {
     state.ui.screens.truncate(1);
     state.ui.mode = Mode::Fleet;
     state.ui.selected = 0;
+    state.guided.overlay = None;
 }
 
+pub mod guided;
 mod runbook;
 
 #[cfg(test)]

@@ -98,6 +98,8 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
     if state.ui.mode == Mode::Help {
         render_help(state, frame, body);
     }
+    // Guided operations (the write switch, the picker, the confirm dialog) over everything.
+    dialog::render_overlay(state, frame, area);
 }
 
 /// The overall link: the worst source wins.
@@ -136,6 +138,15 @@ fn render_header(state: &State, frame: &mut Frame<'_>, area: Rect) {
         Span::styled(" bloodraven ", bold()),
         Span::raw(format!("│ ctx {} │ ns {} │ ", state.context, state.scope)),
         Span::styled(connection, style(state, if bad { Color::Red } else { Color::Green })),
+        // The session's write mode, always shown.
+        if state.guided.write.on {
+            Span::styled(
+                " │ WRITE",
+                style(state, Color::Red).add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            )
+        } else {
+            Span::raw(" │ read-only")
+        },
     ];
     if let Some(queued) = &state.frozen {
         spans.push(Span::styled(

@@ -147,6 +147,7 @@ async fn a_watch_event_changes_the_frame_and_no_write_is_sent() {
         archive_root: Some(running.directory().to_path_buf()),
         archive_credentials_from_secret: true,
         kubeconfig: Some(running.kubeconfig()),
+        write: None,
     };
     let archive_before = tree(running.directory());
     assert!(
@@ -407,6 +408,7 @@ async fn a_context_switch_never_shows_an_archive_read_of_the_old_context() {
         archive_root: Some(running.directory().to_path_buf()),
         archive_credentials_from_secret: true,
         kubeconfig: Some(running.kubeconfig()),
+        write: None,
     };
     let (keys, mut frames, log, app) = start_app(client, options);
     frame_with(&mut frames, "Failover groups (3 of 3)").await;
@@ -467,6 +469,7 @@ async fn an_unreadable_group_does_not_blind_the_fleet() {
         archive_root: None,
         archive_credentials_from_secret: false,
         kubeconfig: Some(running.kubeconfig()),
+        write: None,
     };
     let (keys, mut frames, _log, app) = start_app(client, options);
     let fleet = frame_with(&mut frames, "Failover groups (3 of 3, 1 unreadable)").await;

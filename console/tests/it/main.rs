@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
 mod app;
 mod binary;
+mod guided;
 mod live;
 mod ops;
 mod readonly;

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use bloodraven_console::client::{WriteSwitch, connect_guarded};
 use bloodraven_console::journal::Journal;
 use bloodraven_console::lab::RunningLab;
+use bloodraven_console::ops::confirm::Origin;
 use bloodraven_console::ops::send::{self, SendError, Session};
 use bloodraven_console::ops::verbs::{self, PromoteArgs, Verb, Where, WriteArgs};
 use bloodraven_console::ops::{GroupRef, Verdict, WriteOp};
 use bloodraven_lab::RequestRecord;
 use serde_json::{Value, json};
 
-const SECRET_VALUE: &str = "lab-s3cret-password-do-not-log";
+pub(crate) const SECRET_VALUE: &str = "lab-s3cret-password-do-not-log";
 
 fn orders() -> GroupRef {
     GroupRef::new("orders", "orders")
@@ -44,7 +45,7 @@ async fn session(running: &RunningLab, kubeconfig: &Path, journal: &Path) -> Ses
     }
 }
 
-fn plant_secret(running: &RunningLab) {
+pub(crate) fn plant_secret(running: &RunningLab) {
     running
         .lab
         .apply(json!({
@@ -59,7 +60,7 @@ fn plant_secret(running: &RunningLab) {
 
 /// What the on-call engineer does by hand before acknowledging: fence all writers but one
 /// (the scenario leaves iad and pdx writable; pdx is fenced).
-fn resolve_split_brain(running: &RunningLab) {
+pub(crate) fn resolve_split_brain(running: &RunningLab) {
     let mut changed = group(running);
     for site in changed["status"]["sites"].as_array_mut().unwrap() {
         if site["name"] == "pdx" {
@@ -69,7 +70,7 @@ fn resolve_split_brain(running: &RunningLab) {
     running.lab.apply(changed).unwrap();
 }
 
-fn group(running: &RunningLab) -> Value {
+pub(crate) fn group(running: &RunningLab) -> Value {
     running
         .lab
         .get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some("orders"), "orders")
@@ -94,7 +95,9 @@ async fn send_one(
     running.lab.clear_requests();
     let user = send::identity(&session.client).await.ok();
     let sent =
-        send::send(&session, &prepared, user.as_deref(), jiff::Timestamp::now()).await.unwrap();
+        send::send(&session, &prepared, user.as_deref(), &Origin::Cli, jiff::Timestamp::now())
+            .await
+            .unwrap();
     assert!(sent.resource_version.is_some(), "{sent:?}");
     let writes = writes(&running.lab.requests());
     assert_eq!(
@@ -259,7 +262,9 @@ async fn a_concurrent_change_makes_it_ask_again_without_a_retry() {
     running.lab.apply(changed).unwrap();
     running.lab.clear_requests();
 
-    let error = send::send(&session, &prepared, None, jiff::Timestamp::now()).await.unwrap_err();
+    let error = send::send(&session, &prepared, None, &Origin::Cli, jiff::Timestamp::now())
+        .await
+        .unwrap_err();
     assert!(matches!(error, SendError::Conflict { .. }), "{error}");
     assert!(error.to_string().contains("re-read"), "{error}");
     let writes = writes(&running.lab.requests());
@@ -299,7 +304,9 @@ async fn read_only_mode_and_a_pinned_context_send_no_write() {
     let prepared = send::prepare(&session.client, op, jiff::Timestamp::now()).await.unwrap();
     running.lab.clear_requests();
     session.switch.set(false);
-    let error = send::send(&session, &prepared, None, jiff::Timestamp::now()).await.unwrap_err();
+    let error = send::send(&session, &prepared, None, &Origin::Cli, jiff::Timestamp::now())
+        .await
+        .unwrap_err();
     assert!(matches!(error, SendError::ReadOnly(_)), "{error}");
     // Even a request built by hand is refused by the client in read-only mode.
     let patch = prepared.patch.clone().unwrap();
@@ -411,10 +418,15 @@ async fn rbac_the_read_only_role_is_not_allowed_and_the_operator_console_role_is
             assert!(access.describe().starts_with("not allowed"), "{}", access.describe());
         } else {
             assert_eq!(access.describe(), "allowed");
-            let sent =
-                send::send(&session, &prepared, access.user.as_deref(), jiff::Timestamp::now())
-                    .await
-                    .unwrap();
+            let sent = send::send(
+                &session,
+                &prepared,
+                access.user.as_deref(),
+                &Origin::Cli,
+                jiff::Timestamp::now(),
+            )
+            .await
+            .unwrap();
             assert!(sent.event, "the operator-console role may create the ConsoleOperation Event");
         }
     }

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_bloodraven");
+pub(crate) const BINARY: &str = env!("CARGO_BIN_EXE_bloodraven");
 const RUN_ID: &str = "6f1c2a4e-4b7d-4a1f-9a0e-2d5b8c3f7e10";
 
 /// `tmux` from `BLOODRAVEN_TMUX` or PATH; a missing tmux fails the test.
-fn tmux_path() -> PathBuf {
+pub(crate) fn tmux_path() -> PathBuf {
     if let Some(path) = std::env::var_os("BLOODRAVEN_TMUX") {
         return PathBuf::from(path);
     }
@@ -23,22 +23,22 @@ fn tmux_path() -> PathBuf {
 }
 
 /// A private tmux server; killed on drop, so no session outlives the test.
-struct Server {
-    tmux: PathBuf,
-    socket: String,
+pub(crate) struct Server {
+    pub(crate) tmux: PathBuf,
+    pub(crate) socket: String,
 }
 
 impl Server {
-    fn tmux(&self, arguments: &[&str]) -> Output {
+    pub(crate) fn tmux(&self, arguments: &[&str]) -> Output {
         Command::new(&self.tmux).arg("-L").arg(&self.socket).args(arguments).output().unwrap()
     }
 
-    fn capture(&self) -> String {
+    pub(crate) fn capture(&self) -> String {
         String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "console"]).stdout)
             .into_owned()
     }
 
-    fn wait_for(&self, needles: &[&str]) -> String {
+    pub(crate) fn wait_for(&self, needles: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.capture();

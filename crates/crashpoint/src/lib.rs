@@ -60,6 +60,36 @@ pub enum Step {
     OperatorRepointAfter,
     /// Operator switchover: the old primary is read-only, the candidate has not caught up yet.
     OperatorSwitchoverAfterDemote,
+    /// Planned failover: the Fencing record (`fence.state: Intended`) is durable, the fence is
+    /// not sent yet.
+    OperatorPlannedAfterFenceRecord,
+    /// Planned failover: `super_read_only=ON` is sent to the source (and read back); the
+    /// Draining record is not written yet.
+    OperatorPlannedAfterFence,
+    /// Planned failover: the Promoting record (`promotion.state: Intended`) is durable, no
+    /// promotion statement is sent yet.
+    OperatorPlannedAfterPromotionRecord,
+    /// Planned failover: the promotion statements ran on the target; it is not confirmed by a
+    /// live read yet.
+    OperatorPlannedAfterPromote,
+    /// Planned failover: the promotion is confirmed live; nothing is published yet (no
+    /// `activeSite`, DNS or `planned-failover-confirmed`).
+    OperatorPlannedBeforePublish,
+    /// Planned failover: the promotion is published (`activeSite`, `lastFailover`, DNS, the
+    /// confirmed marker, claim released); the Succeeded record is not written yet.
+    OperatorPlannedAfterPublish,
+    /// In-place restore: `status.restoreOfflineFence` is durable, `offline_mode` is not set yet.
+    OperatorRestoreAfterFenceRecord,
+    /// In-place restore: every peer's receiver is stopped and `jobCreating` is durable; no Job
+    /// is created yet.
+    OperatorRestoreAfterJobCreatingRecord,
+    /// In-place restore: the Job's Secret exists, the Job is about to be created.
+    OperatorRestoreBeforeJobCreate,
+    /// In-place restore: the Job is created, its name is not in status yet.
+    OperatorRestoreAfterJobCreate,
+    /// In-place restore: `offline_mode` is put back; the Succeeded record (and the queue's
+    /// Draining) is not written yet.
+    OperatorRestoreAfterFenceRelease,
     /// Sidecar archive: a binlog object is written, the manifest does not list it yet.
     SidecarArchiveAfterObjectWrite,
     /// Sidecar archive: the manifest is written, local bookkeeping is not updated yet.
@@ -86,6 +116,17 @@ impl Step {
         Step::OperatorRepointBefore,
         Step::OperatorRepointAfter,
         Step::OperatorSwitchoverAfterDemote,
+        Step::OperatorPlannedAfterFenceRecord,
+        Step::OperatorPlannedAfterFence,
+        Step::OperatorPlannedAfterPromotionRecord,
+        Step::OperatorPlannedAfterPromote,
+        Step::OperatorPlannedBeforePublish,
+        Step::OperatorPlannedAfterPublish,
+        Step::OperatorRestoreAfterFenceRecord,
+        Step::OperatorRestoreAfterJobCreatingRecord,
+        Step::OperatorRestoreBeforeJobCreate,
+        Step::OperatorRestoreAfterJobCreate,
+        Step::OperatorRestoreAfterFenceRelease,
         Step::SidecarArchiveAfterObjectWrite,
         Step::SidecarArchiveAfterManifestWrite,
         Step::SidecarRetireBetweenWrites,
@@ -108,6 +149,19 @@ impl Step {
             Step::OperatorRepointBefore => "operator.repoint.before",
             Step::OperatorRepointAfter => "operator.repoint.after",
             Step::OperatorSwitchoverAfterDemote => "operator.switchover.after-demote",
+            Step::OperatorPlannedAfterFenceRecord => "operator.planned.after-fence-record",
+            Step::OperatorPlannedAfterFence => "operator.planned.after-fence",
+            Step::OperatorPlannedAfterPromotionRecord => "operator.planned.after-promotion-record",
+            Step::OperatorPlannedAfterPromote => "operator.planned.after-promote",
+            Step::OperatorPlannedBeforePublish => "operator.planned.before-publish",
+            Step::OperatorPlannedAfterPublish => "operator.planned.after-publish",
+            Step::OperatorRestoreAfterFenceRecord => "operator.restore.after-fence-record",
+            Step::OperatorRestoreAfterJobCreatingRecord => {
+                "operator.restore.after-job-creating-record"
+            }
+            Step::OperatorRestoreBeforeJobCreate => "operator.restore.before-job-create",
+            Step::OperatorRestoreAfterJobCreate => "operator.restore.after-job-create",
+            Step::OperatorRestoreAfterFenceRelease => "operator.restore.after-fence-release",
             Step::SidecarArchiveAfterObjectWrite => "sidecar.archive.after-object-write",
             Step::SidecarArchiveAfterManifestWrite => "sidecar.archive.after-manifest-write",
             Step::SidecarRetireBetweenWrites => "sidecar.retire.between-writes",

@@ -19,7 +19,7 @@ pub use error::DrillError;
 pub use load::{LoadedDrill, load};
 pub use model::Drill;
 pub use report::{Report, StepRecord};
-pub use run::{RunOptions, run};
+pub use run::{AtEnd, EndState, RunOptions, run, run_with};
 
 /// The name a workload and its ledger get when the drill gives none.
 pub const DEFAULT_WORKLOAD: &str = "workload";

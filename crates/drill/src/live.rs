@@ -498,8 +498,13 @@ impl LiveLab {
 
     /// The link of a drill link name: `operator:<s>` and `repl:<f>-><s>` are `s`'s internal
     /// Service (the operator and every follower dial it), `app:<s>` its client Service,
-    /// `app:primary` the `-primary` Service.
+    /// `app:primary` the `-primary` Service; with sidecars, `sidecar:<s>->operator` is `s`'s
+    /// sidecar's link to the operator's HTTP server and `sidecar:<s>-><p>` its link to peer
+    /// `p`'s sidecar (both exist once `s`'s sidecar has started).
     pub fn drill_link(&self, name: &str) -> Result<Link, LiveError> {
+        if let Some((from, to)) = name.strip_prefix("sidecar:").and_then(|p| p.split_once("->")) {
+            return self.sidecar_link(from, to);
+        }
         let site = if name == "app:dns" {
             return self.dns_link();
         } else if name == "app:primary" {
@@ -519,6 +524,23 @@ impl LiveLab {
                 "link {name:?} has no Service in the operator's world (sidecars do not run yet)"
             ))),
         }
+    }
+
+    /// The link from `site`'s sidecar to `to`: `operator`, or a peer site's sidecar.
+    fn sidecar_link(&self, site: &str, to: &str) -> Result<Link, LiveError> {
+        let target = if to == "operator" {
+            to.to_owned()
+        } else {
+            format!("{}:{}", SiteNames::new(&self.group, to).internal_service, ports::SIDECAR_HTTP)
+        };
+        let name =
+            bloodraven_kubelet::sidecar_link_name(&self.namespace, &self.deployment(site), &target);
+        self.hub.get(&name).ok_or_else(|| {
+            LiveError::Other(format!(
+                "no sidecar link {name:?}: sidecars run only with LiveOptions::sidecar, and the \
+                 link exists once {site}'s sidecar has started"
+            ))
+        })
     }
 
     /// The group's `spec.dns.hostname`, as the API server holds the group.

@@ -426,6 +426,7 @@ fn validate(path: &Path, text: &str, drill: Drill) -> Result<LoadedDrill, DrillE
                 scope.link(index, &field("link"), &l.link)?;
             }
             Step::Delay(d) => scope.link(index, &field("link"), &d.link)?,
+            Step::DelayApplier(d) => scope.site(index, &field("site"), &d.site)?,
             Step::ReplicateFrom(r) => {
                 scope.site(index, &field("site"), &r.site)?;
                 scope.site(index, &field("source"), &r.source)?;

@@ -70,6 +70,10 @@ pub enum Step {
     /// Write one row on a follower with `super_read_only` lifted for that moment: an errant
     /// transaction. Its GTID is kept under `as`.
     ErrantWrite(ErrantWrite),
+    /// Delay a follower's applier (`CHANGE REPLICATION SOURCE TO SOURCE_DELAY = seconds`, the
+    /// applier stopped and started around it; `0` removes the delay): the follower lags while
+    /// both replication threads run and report healthy.
+    DelayApplier(DelayApplier),
     /// Fence a site by hand: `SET GLOBAL super_read_only = ON` (writes there now fail).
     Fence(SiteRef),
     /// Point a site's replication at another site by hand (`CHANGE REPLICATION SOURCE TO`
@@ -186,6 +190,16 @@ pub struct DelayLink {
     pub link: String,
     /// Milliseconds added in each direction.
     pub ms: u64,
+}
+
+/// `delayApplier`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelayApplier {
+    /// The follower.
+    pub site: String,
+    /// Seconds each transaction waits after the source committed it before it is applied.
+    pub seconds: u32,
 }
 
 /// `replicateFrom`.
@@ -569,6 +583,7 @@ impl Step {
             Self::Heal(_) => "heal",
             Self::Reset(_) => "reset",
             Self::ErrantWrite(_) => "errantWrite",
+            Self::DelayApplier(_) => "delayApplier",
             Self::Fence(_) => "fence",
             Self::Unfence(_) => "unfence",
             Self::ReplicateFrom(_) => "replicateFrom",

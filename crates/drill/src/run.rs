@@ -103,10 +103,42 @@ impl World {
 /// Bound on one site control (stop, restart).
 const SITE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The live lab as an operator drill left it, handed to a [`run_with`] hook before the
+/// teardown: enough to read the end state through the lab API server (the console's `doctor`
+/// in the drill tests).
+#[derive(Clone)]
+pub struct EndState {
+    /// A client of the lab API server (full rights).
+    pub client: kube::Client,
+    /// A kubeconfig file for it.
+    pub kubeconfig: PathBuf,
+    /// The group's namespace.
+    pub namespace: String,
+    /// The group's name.
+    pub group: String,
+    /// Whether every step passed.
+    pub passed: bool,
+}
+
+/// A hook [`run_with`] calls at the end of an operator drill; `Some(message)` fails the drill
+/// with that message.
+pub type AtEnd =
+    dyn Fn(EndState) -> futures::future::BoxFuture<'static, Option<String>> + Send + Sync;
+
 /// Runs a validated drill. `Err` only when the drill cannot run here at all (it needs the
 /// operator); a failing step ends the run and is reported in the [`Report`]. Every mysqld and
 /// link the drill started is gone when this returns.
 pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, DrillError> {
+    run_with(drill, options, None).await
+}
+
+/// [`run`], calling `at_end` on the live lab of an operator drill after its last step (passed
+/// or not) and before the teardown; a message it returns fails the drill.
+pub async fn run_with(
+    drill: &LoadedDrill,
+    options: &RunOptions,
+    at_end: Option<&AtEnd>,
+) -> Result<Report, DrillError> {
     let launcher = options.launcher();
     if drill.requires_operator() && launcher.is_none() {
         let message = format!(
@@ -162,6 +194,22 @@ pub async fn run(drill: &LoadedDrill, options: &RunOptions) -> Result<Report, Dr
         && let Some(e) = error.as_mut()
     {
         e.push_str(&format!("; workload {name:?} at the failure: {}", ledger_summary(&ledger)));
+    }
+    if let (Some(hook), Some(live)) = (at_end, world.live.as_ref()) {
+        let state = EndState {
+            client: live.client().clone(),
+            kubeconfig: live.kubeconfig(),
+            namespace: live.namespace().to_owned(),
+            group: live.group_name().to_owned(),
+            passed: error.is_none(),
+        };
+        if let Some(failure) = hook(state).await {
+            tracing::info!(drill = %drill.drill.name, %failure, "the end-of-drill hook failed");
+            match error.as_mut() {
+                Some(e) => e.push_str(&format!("; at the end: {failure}")),
+                None => error = Some(format!("at the end: {failure}")),
+            }
+        }
     }
     if let Some(live) = world.live.take() {
         live.stop().await;
@@ -222,6 +270,7 @@ pub(crate) async fn play_common(
             Err(e) => Err(StepError::Failed(e.to_string())),
         },
         Step::StopWorkload(_) => stop_workload(world).await,
+        Step::DelayApplier(d) => delay_applier(world, &d.site, d.seconds).await,
         Step::Wait(w) => match w.timeout.to_std() {
             Ok(timeout) => checks::wait(world, &w.until, timeout).await,
             Err(e) => Err(StepError::Failed(e.to_string())),
@@ -229,6 +278,15 @@ pub(crate) async fn play_common(
         Step::Assert(c) => checks::assert(world, c).await,
         _ => return None,
     })
+}
+
+/// `SOURCE_DELAY` on a follower's channel: the applier stopped, the delay set, the applier
+/// started again.
+async fn delay_applier(world: &World, site: &str, seconds: u32) -> Result<String, StepError> {
+    let change = format!("CHANGE REPLICATION SOURCE TO SOURCE_DELAY = {seconds}");
+    let statements = ["STOP REPLICA SQL_THREAD", change.as_str(), "START REPLICA SQL_THREAD"];
+    world.execute(site, &statements).await?;
+    Ok(format!("{site}: applier delayed {seconds} s behind its source (SOURCE_DELAY)"))
 }
 
 async fn stop_workload(world: &mut World) -> Result<String, StepError> {
@@ -350,6 +408,7 @@ async fn play(
         | Step::Cut(_)
         | Step::Refuse(_)
         | Step::Delay(_)
+        | Step::DelayApplier(_)
         | Step::Heal(_)
         | Step::Reset(_)
         | Step::Sleep(_)

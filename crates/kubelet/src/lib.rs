@@ -28,6 +28,7 @@
 pub mod claims;
 pub mod dns;
 mod error;
+pub mod job;
 pub mod options;
 pub mod pod;
 pub mod resolver;
@@ -57,6 +58,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 pub use crate::dns::{DNS_LINK_PREFIX, dns_link_name};
 pub use crate::error::KubeletError;
+pub use crate::job::{JobConfig, JobPod};
 pub use crate::resolver::{LINK_PREFIX, LabResolver, link_name};
 pub use crate::sidecar::{SIDECAR_LINK_PREFIX, SidecarConfig, sidecar_link_name};
 
@@ -145,6 +147,8 @@ pub struct KubeletConfig {
     pub list_timeout: Duration,
     /// Run the sidecar container with this binary; `None` reports it `NotRunInLab`.
     pub sidecar: Option<SidecarConfig>,
+    /// Run `batch/v1` Jobs ([`job`]); `None` leaves them alone (not even watched).
+    pub jobs: Option<JobConfig>,
 }
 
 impl KubeletConfig {
@@ -157,6 +161,7 @@ impl KubeletConfig {
             resync: Duration::from_secs(2),
             list_timeout: Duration::from_secs(30),
             sidecar: None,
+            jobs: None,
         }
     }
 }
@@ -173,6 +178,8 @@ pub struct Kubelet {
     resolver: LabResolver,
     shutdown: watch::Sender<bool>,
     main: Option<JoinHandle<()>>,
+    jobs: Option<JoinHandle<()>>,
+    job_table: Arc<job::JobTable>,
     watchers: Vec<JoinHandle<()>>,
 }
 
@@ -263,6 +270,7 @@ impl Kubelet {
         std::fs::create_dir_all(&config.root)
             .map_err(|source| KubeletError::Root { path: config.root.clone(), source })?;
         let notify = Arc::new(Notify::new());
+        let job_notify = Arc::new(Notify::new());
         let namespace = config.namespace.as_deref();
         let mut watchers = Vec::new();
         let workloads = || watcher::Config::default().labels(&workload_selector());
@@ -304,12 +312,48 @@ impl Kubelet {
                 });
             }
         }
+        let job_reflector = config.jobs.as_ref().map(|_| {
+            reflect::<k8s_openapi::api::batch::v1::Job>(
+                api(&client, namespace),
+                watcher::Config::default(),
+                job_notify.clone(),
+                &mut watchers,
+            )
+        });
+        if let Some(store) = &job_reflector {
+            let listed = tokio::time::timeout(config.list_timeout, store.wait_until_ready()).await;
+            if !matches!(listed, Ok(Ok(()))) {
+                for watcher in &watchers {
+                    watcher.abort();
+                }
+                return Err(KubeletError::Watch {
+                    what: "jobs",
+                    message: format!("no list within {:?}", config.list_timeout),
+                });
+            }
+        }
         // Not awaited: while the DNSEndpoint CRD is not served the watch retries with
         // backoff and no DNS name resolves; once it is, records arrive like any other event.
         let dns = reflect_dns(&client, namespace, notify.clone(), &mut watchers);
         let shared = Arc::new(Shared::default());
         let resolver = LabResolver { services, pods, shared: shared.clone(), hub, dns };
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let job_table = Arc::new(job::JobTable::default());
+        let jobs = match (job_reflector, config.jobs.clone()) {
+            (Some(store), Some(job_config)) => {
+                let runner = job::JobRunner {
+                    client: client.clone(),
+                    config: job_config,
+                    claims_root: config.root.clone(),
+                    resolver: resolver.clone(),
+                    jobs: store,
+                    table: job_table.clone(),
+                    resync: config.resync,
+                };
+                Some(tokio::spawn(runner.run(job_notify, shutdown_rx.clone())))
+            }
+            _ => None,
+        };
         let runner = Runner {
             client,
             dist,
@@ -324,7 +368,7 @@ impl Kubelet {
             tasks: JoinSet::new(),
         };
         let main = tokio::spawn(runner.run(notify, shutdown_rx));
-        Ok(Self { shared, resolver, shutdown, main: Some(main), watchers })
+        Ok(Self { shared, resolver, shutdown, main: Some(main), jobs, job_table, watchers })
     }
 
     /// The lab's Service resolver.
@@ -342,9 +386,42 @@ impl Kubelet {
         self.shared.lock().clone()
     }
 
+    /// Every Job attempt in `namespace` the kubelet runs or ran ([`job`]), by Pod name.
+    pub fn job_pods(&self, namespace: &str) -> BTreeMap<String, JobPod> {
+        self.job_table
+            .lock()
+            .iter()
+            .filter(|((ns, _), _)| ns == namespace)
+            .map(|((_, pod), found)| (pod.clone(), found.clone()))
+            .collect()
+    }
+
+    /// The container log of Job Pod `pod` in `namespace` (what `kubectl logs` shows), if the
+    /// kubelet ran it.
+    pub fn job_log(&self, namespace: &str, pod: &str) -> Option<String> {
+        let path = self.job_table.lock().get(&(namespace.to_owned(), pod.to_owned()))?.log.clone();
+        std::fs::read_to_string(path).ok()
+    }
+
+    /// A pod-log source for the lab API server (`bloodraven_lab::Lab::set_pod_logs`): the
+    /// container logs of the Job pods this kubelet ran, so `GET pods/<name>/log` (what the
+    /// operator reads a backup's completion sentinel from) answers.
+    pub fn log_source(&self) -> impl Fn(&str, &str) -> Option<String> + Send + Sync + 'static {
+        let table = self.job_table.clone();
+        move |namespace: &str, pod: &str| {
+            let path = table.lock().get(&(namespace.to_owned(), pod.to_owned()))?.log.clone();
+            std::fs::read_to_string(path).ok()
+        }
+    }
+
     /// Stops: every mysqld is SIGKILLed (Pod objects stay, as when a node dies).
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
+        if let Some(jobs) = self.jobs.take()
+            && tokio::time::timeout(Duration::from_secs(30), jobs).await.is_err()
+        {
+            tracing::warn!("the kubelet did not stop its jobs within 30 s; aborting");
+        }
         if let Some(main) = self.main.take() {
             // The runner kills its workers and waits for them; bound it anyway.
             if tokio::time::timeout(Duration::from_secs(60), main).await.is_err() {
@@ -361,6 +438,9 @@ impl Drop for Kubelet {
     fn drop(&mut self) {
         if let Some(main) = self.main.take() {
             main.abort();
+        }
+        if let Some(jobs) = self.jobs.take() {
+            jobs.abort();
         }
         for watcher in &self.watchers {
             watcher.abort();

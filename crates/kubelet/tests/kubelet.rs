@@ -5,44 +5,25 @@
 //!
 //! Needs `source scripts/provision.sh` (BLOODRAVEN_MYSQL*); fails naming it otherwise.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod support;
+
+use std::time::Duration;
 
 use bloodraven_crd::fixtures::GroupFixture;
 use bloodraven_kubelet::{Kubelet, KubeletConfig, RunningPod};
-use bloodraven_lab::{Lab, LabConfig};
 use bloodraven_sites::accounts::{self, APPLICATION, OPERATOR};
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
 use bloodraven_workloads::{Resolver, labels, ports, primary_service, site_objects};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use mysql_async::prelude::Queryable;
 use serde_json::json;
+use support::{Wait, World};
 
 const NAMESPACE: &str = "orders";
 const DEPLOYMENT: &str = "mysql-orders-iad";
 /// Generous: CI shares 2 cores with other real servers.
-const BOUND: Duration = Duration::from_secs(180);
-
-/// Polls `check` every 250 ms until it returns `Some`, failing with `what` after [`BOUND`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
+const WAIT: Wait = Wait { bound: Duration::from_secs(180), poll: Duration::from_millis(250) };
 
 fn process_exists(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
@@ -52,7 +33,7 @@ fn process_exists(pid: u32) -> bool {
 }
 
 async fn ready_pod(kubelet: &Kubelet, not_pid: Option<u32>) -> RunningPod {
-    wait_for("a Ready pod with a new mysqld", || async {
+    WAIT.until("a Ready pod with a new mysqld", || async {
         kubelet
             .pod(NAMESPACE, DEPLOYMENT)
             .filter(|pod| pod.ready && pod.pid.is_some() && pod.pid != not_pid)
@@ -86,40 +67,10 @@ async fn the_pod_object(pods: &Api<Pod>) -> Option<Pod> {
         .next()
 }
 
-struct World {
-    lab: Lab,
-    kubelet: Kubelet,
-    client: kube::Client,
-    hub: Arc<ProxyHub>,
-    _root: tempfile::TempDir,
-}
-
-/// A lab API server with namespace `orders`, a proxy hub and a kubelet watching the namespace.
-async fn start() -> World {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    lab.apply(
-        json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAMESPACE } }),
-    )
-    .expect("namespace orders");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
-    let root = tempfile::Builder::new().prefix("brk-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    World { lab, kubelet, client, hub, _root: root }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_claim_lives() {
-    let World { lab, kubelet, client, hub, _root } = start().await;
+    let World { lab, kubelet, client, hub, _root } =
+        support::start(NAMESPACE, "brk-", |root| KubeletConfig::new(root)).await;
 
     let group = GroupFixture::three_sites().build();
     let objects = site_objects(&group, "iad").unwrap();
@@ -140,10 +91,11 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
     let first = ready_pod(&kubelet, None).await;
     let first_pid = first.pid.unwrap();
     assert!(process_exists(first_pid));
-    let pod = wait_for("the Pod object to say Ready", || async {
-        the_pod_object(&pods).await.filter(bloodraven_kubelet::pod::is_ready)
-    })
-    .await;
+    let pod = WAIT
+        .until("the Pod object to say Ready", || async {
+            the_pod_object(&pods).await.filter(bloodraven_kubelet::pod::is_ready)
+        })
+        .await;
     assert_eq!(pod.metadata.name.as_deref(), Some(first.pod.as_str()));
     assert!(first.pod.starts_with("mysql-orders-iad-"), "{}", first.pod);
     let status = pod.status.unwrap();
@@ -173,7 +125,7 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
         labels::ROLE: labels::ROLE_PRIMARY, labels::HEALTHY: labels::HEALTHY_TRUE,
     }}}));
     pods.patch(&first.pod, &PatchParams::default(), &patch).await.unwrap();
-    wait_for("the -primary Service to follow the role label", || async {
+    WAIT.until("the -primary Service to follow the role label", || async {
         resolver.resolve(NAMESPACE, "mysql-orders-primary", ports::MYSQL)
     })
     .await;
@@ -189,19 +141,21 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
     // restarted server is read-only again.
     let killed = std::process::Command::new("kill").args(["-9", &first_pid.to_string()]).status();
     assert!(killed.unwrap().success());
-    let second = wait_for("the restarted mysqld to be ready with restartCount 1", || async {
-        kubelet
-            .pod(NAMESPACE, DEPLOYMENT)
-            .filter(|pod| pod.ready && pod.restart_count == 1 && pod.pid != Some(first_pid))
-    })
-    .await;
+    let second = WAIT
+        .until("the restarted mysqld to be ready with restartCount 1", || async {
+            kubelet
+                .pod(NAMESPACE, DEPLOYMENT)
+                .filter(|pod| pod.ready && pod.restart_count == 1 && pod.pid != Some(first_pid))
+        })
+        .await;
     assert_eq!(second.pod, first.pod, "a restart keeps the pod");
-    let restarts = wait_for("the Pod object to show one restart", || async {
-        let pod = the_pod_object(&pods).await?;
-        let statuses = pod.status?.container_statuses?;
-        (statuses[0].restart_count == 1 && statuses[0].ready).then_some(statuses[0].clone())
-    })
-    .await;
+    let restarts = WAIT
+        .until("the Pod object to show one restart", || async {
+            let pod = the_pod_object(&pods).await?;
+            let statuses = pod.status?.container_statuses?;
+            (statuses[0].restart_count == 1 && statuses[0].ready).then_some(statuses[0].clone())
+        })
+        .await;
     assert!(restarts.last_state.unwrap().terminated.is_some());
     let mut operator = connect(&kubelet, "mysql-orders-iad-internal", &OPERATOR).await;
     let (rows, super_read_only): (u64, u8) = operator
@@ -215,7 +169,7 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
     // Deleting the Deployment stops the process and deletes the Pod.
     let second_pid = second.pid.unwrap();
     deployments.delete(DEPLOYMENT, &DeleteParams::default()).await.unwrap();
-    wait_for("mysqld to exit and the Pod to go", || async {
+    WAIT.until("mysqld to exit and the Pod to go", || async {
         let gone = !process_exists(second_pid)
             && kubelet.pod(NAMESPACE, DEPLOYMENT).is_none()
             && the_pod_object(&pods).await.is_none();
@@ -240,7 +194,7 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
     let folder = third.data_dir.clone().unwrap();
     deployments.delete(DEPLOYMENT, &DeleteParams::default()).await.unwrap();
     claims.delete("mysql-orders-iad-data", &DeleteParams::default()).await.unwrap();
-    wait_for("the deleted claim's folder to go", || async {
+    WAIT.until("the deleted claim's folder to go", || async {
         (!process_exists(third_pid) && !folder.exists()).then_some(())
     })
     .await;
@@ -263,7 +217,8 @@ async fn a_site_deployment_runs_mysqld_restarts_it_and_keeps_its_data_while_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selector() {
-    let World { lab, kubelet, client, hub, _root } = start().await;
+    let World { lab, kubelet, client, hub, _root } =
+        support::start(NAMESPACE, "brk-", |root| KubeletConfig::new(root)).await;
     let group = GroupFixture::three_sites().build();
     let post = PostParams::default();
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
@@ -281,22 +236,24 @@ async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selec
     configmaps.create(&post, &pdx.configmap).await.unwrap();
 
     // iad has no ConfigMap yet: its Pod waits and says why; no process runs.
-    let waiting = wait_for("iad's Pod to wait for its ConfigMap", || async {
-        let pod = the_pod_object(&pods).await?;
-        let state = pod.status?.container_statuses?.first()?.state.clone()?;
-        state
-            .waiting
-            .filter(|waiting| waiting.reason.as_deref() == Some("CreateContainerConfigError"))
-    })
-    .await;
+    let waiting = WAIT
+        .until("iad's Pod to wait for its ConfigMap", || async {
+            let pod = the_pod_object(&pods).await?;
+            let state = pod.status?.container_statuses?.first()?.state.clone()?;
+            state
+                .waiting
+                .filter(|waiting| waiting.reason.as_deref() == Some("CreateContainerConfigError"))
+        })
+        .await;
     assert!(waiting.message.unwrap().contains("mysql-orders-iad-config"));
     assert_eq!(kubelet.pod(NAMESPACE, DEPLOYMENT).and_then(|pod| pod.pid), None);
     configmaps.create(&post, &iad.configmap).await.unwrap();
     let iad_pod = ready_pod(&kubelet, None).await;
-    let pdx_pod = wait_for("pdx's pod to be ready", || async {
-        kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| pod.ready)
-    })
-    .await;
+    let pdx_pod = WAIT
+        .until("pdx's pod to be ready", || async {
+            kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| pod.ready)
+        })
+        .await;
 
     // Both pods carry role=primary (a stale label on pdx): the selector's site decides.
     let label =
@@ -306,10 +263,11 @@ async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selec
     }
     services.create(&post, &primary_service(&group, Some("iad")).unwrap()).await.unwrap();
     let resolver = kubelet.resolver();
-    let address = wait_for("the -primary Service to resolve", || async {
-        resolver.resolve(NAMESPACE, "mysql-orders-primary", ports::MYSQL)
-    })
-    .await;
+    let address = WAIT
+        .until("the -primary Service to resolve", || async {
+            resolver.resolve(NAMESPACE, "mysql-orders-primary", ports::MYSQL)
+        })
+        .await;
     let addr = format!("{}:{}", address.host, address.port).parse().unwrap();
     let server_id = |addr| async move {
         let mut conn = mysql_async::Conn::new(accounts::opts(&OPERATOR, addr, None)).await.ok()?;
@@ -324,7 +282,7 @@ async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selec
     let selector = primary_service(&group, Some("pdx")).unwrap().spec.unwrap().selector;
     let patch = Patch::Merge(json!({ "spec": { "selector": selector } }));
     services.patch("mysql-orders-primary", &PatchParams::default(), &patch).await.unwrap();
-    wait_for("the -primary link to reach pdx (server_id 102)", || async {
+    WAIT.until("the -primary link to reach pdx (server_id 102)", || async {
         (server_id(addr).await == Some(102)).then_some(())
     })
     .await;
@@ -337,19 +295,20 @@ async fn a_pod_waits_for_its_configmap_and_the_primary_service_follows_its_selec
         assert!(sent.unwrap().success(), "kill {name} {pdx_pid}");
     };
     signal("-STOP");
-    wait_for("frozen pdx to turn NotReady", || async {
+    WAIT.until("frozen pdx to turn NotReady", || async {
         kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| !pod.ready)
     })
     .await;
-    wait_for("the -primary Service to lose its endpoint", || async {
+    WAIT.until("the -primary Service to lose its endpoint", || async {
         resolver.resolve(NAMESPACE, "mysql-orders-primary", ports::MYSQL).is_none().then_some(())
     })
     .await;
     signal("-CONT");
-    let thawed = wait_for("thawed pdx to be Ready again", || async {
-        kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| pod.ready)
-    })
-    .await;
+    let thawed = WAIT
+        .until("thawed pdx to be Ready again", || async {
+            kubelet.pod(NAMESPACE, "mysql-orders-pdx").filter(|pod| pod.ready)
+        })
+        .await;
     assert_eq!(thawed.restart_count, 0, "a frozen server is not restarted");
 
     let pids: Vec<u32> = kubelet.pods().values().filter_map(|pod| pod.pid).collect();

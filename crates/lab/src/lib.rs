@@ -65,6 +65,10 @@ use crate::registry::split_api_version;
 use crate::server::{Settings, Shared, lock};
 use crate::store::{State, WriteContext, now_rfc3339};
 
+/// A source of pod logs for `GET pods/<name>/log`: `(namespace, pod)` → the log text, `None`
+/// when it has none (the lab kubelet's `job_log`).
+pub type PodLogs = std::sync::Arc<dyn Fn(&str, &str) -> Option<String> + Send + Sync>;
+
 /// The field manager the library API writes with.
 pub const FIELD_MANAGER: &str = "bloodraven-lab";
 
@@ -462,6 +466,12 @@ impl Lab {
             .delete(&info, &version, namespace, name, &Value::Null, &ctx)
             .map_err(api_error(format!("deleting {kind} {name}")))?;
         Ok(())
+    }
+
+    /// Serves `GET pods/<name>/log` from `source` (without one, or when it has no log for the
+    /// pod, the answer is 400 as for a container that has not started).
+    pub fn set_pod_logs(&self, source: PodLogs) {
+        *lock(&self.shared.pod_logs) = Some(source);
     }
 
     /// The current resource version of the whole store.

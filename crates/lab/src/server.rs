@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub address: Mutex<String>,
     /// Groups of token users, minted ServiceAccount tokens, and whether RBAC is on.
     pub access: Mutex<crate::identity::AccessControl>,
+    /// Where `GET pods/<name>/log` reads a pod's log (the lab kubelet's job logs).
+    pub pod_logs: Mutex<Option<crate::PodLogs>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it.
@@ -64,6 +66,7 @@ impl Shared {
             watch_generation: watch::Sender::new(0),
             address: Mutex::new(String::new()),
             access: Mutex::new(crate::identity::AccessControl::default()),
+            pod_logs: Mutex::new(None),
         }
     }
 
@@ -557,6 +560,31 @@ fn decode_continue(token: &str) -> Result<(u64, ObjectKey), ApiError> {
     Ok((resource_version, (part(0).ok_or_else(invalid)?, part(1).ok_or_else(invalid)?)))
 }
 
+/// `GET pods/<name>/log`: the text the log source (`Lab::set_pod_logs`) has for the pod.
+fn serve_pod_log(
+    shared: &Arc<Shared>,
+    method: &Method,
+    request: &ResourceRequest,
+) -> Result<Served, ApiError> {
+    if *method != Method::GET {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let (Some(namespace), Some(name)) = (request.namespace.as_deref(), request.name.as_deref())
+    else {
+        return Err(ApiError::no_such_resource());
+    };
+    lock(&shared.state).get(&request.info, Some(namespace), name)?;
+    let source = lock(&shared.pod_logs).clone();
+    let text = source.and_then(|source| source(namespace, name)).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "container logs of pod \"{name}\" are not available in the lab (no log source has them)"
+        ))
+    })?;
+    Ok(Served::Raw(200, text.into_bytes()))
+}
+
 fn serve_resource(
     shared: &Arc<Shared>,
     method: &Method,
@@ -572,6 +600,9 @@ fn serve_resource(
         return Err(ApiError::no_such_resource());
     }
     let subresource = request.subresource.as_deref();
+    if subresource == Some("log") && info.group.is_empty() && info.plural == "pods" {
+        return serve_pod_log(shared, method, request);
+    }
     if let Some(subresource) = subresource {
         if subresource != "status" || !info.has_status {
             return Err(ApiError::no_such_resource());

@@ -11,12 +11,17 @@ mod plan;
 mod refusal;
 mod request;
 mod search;
+mod window;
 
 pub use crate::coverage_json::{CoverageJson, coverage_json};
 pub use crate::index::{index_bytes, index_row};
 pub use crate::model::{File, History, Record, RowBytes, RowIndex, Txn};
 pub use crate::plan::{
-    DELTA, Input, Limits, MESSAGE_SET_BYTES, Outcome, Plan, Segment, Witness, plan, shorten,
+    DELTA, Input, Limits, MESSAGE_SET_BYTES, Outcome, Plan, Segment, Witness, check_dump, plan,
+    shorten,
 };
 pub use crate::refusal::{Check, OrderRow, REFUSAL_ORDER, Refusal, Token, first_refusal, step_of};
 pub use crate::request::{BackupMeta, MAX_EXCLUDE_BYTES, Mode, Request, Stamp};
+pub use crate::window::{
+    Answer, CANDIDATE_OFFSETS, Piece, Timeline, Window, answer, candidates, timeline,
+};

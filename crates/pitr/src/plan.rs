@@ -2,7 +2,7 @@
 
 use bloodraven_gtid::{Gtid, GtidSet};
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{File, History, one};
 use crate::refusal::{Check, Refusal, Token, first_refusal};
@@ -62,7 +62,7 @@ pub struct Input<'a> {
 }
 
 /// How a plan ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
     /// A timestamp restore whose witness is archived.
     TargetCovered,
@@ -73,7 +73,7 @@ pub enum Outcome {
 }
 
 /// The witness.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Witness {
     /// Its GTID.
     pub gtid: String,
@@ -86,7 +86,7 @@ pub struct Witness {
 }
 
 /// One segment: a run of consecutive transactions of one archived file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
     /// The row's site.
     pub site: String,
@@ -101,7 +101,7 @@ pub struct Segment {
 }
 
 /// A plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     /// The outcome.
@@ -158,29 +158,52 @@ struct Ctx<'a> {
     plan: Option<SearchOutcome>,
 }
 
+impl<'a> Ctx<'a> {
+    /// A fresh run over `input`: nothing derived yet.
+    fn new(input: Input<'a>) -> Self {
+        Ctx {
+            input,
+            mode: Mode::Latest,
+            exclude: GtidSet::new(),
+            backup: GtidSet::new(),
+            frontier: Frontier::default(),
+            witness: None,
+            partial: false,
+            lambda: GtidSet::new(),
+            divergent: GtidSet::new(),
+            errant: GtidSet::new(),
+            duplicated: GtidSet::new(),
+            marked_earliest: None,
+            plan: None,
+        }
+    }
+}
+
 /// Plans a restore: a [`Plan`] or the first applicable [`Refusal`].
 pub fn plan(input: Input<'_>) -> Result<Plan, Refusal> {
-    let mut ctx = Ctx {
-        input,
-        mode: Mode::Latest,
-        exclude: GtidSet::new(),
-        backup: GtidSet::new(),
-        frontier: Frontier::default(),
-        witness: None,
-        partial: false,
-        lambda: GtidSet::new(),
-        divergent: GtidSet::new(),
-        errant: GtidSet::new(),
-        duplicated: GtidSet::new(),
-        marked_earliest: None,
-        plan: None,
-    };
+    let mut ctx = Ctx::new(input);
     let refusal: Result<Option<Refusal>, std::convert::Infallible> =
         first_refusal(|check| Ok(ctx.run(check).err()));
     match refusal {
         Ok(Some(refusal)) => Err(refusal),
         _ => Ok(ctx.finish()),
     }
+}
+
+/// dump-meta's check alone (step 2 of the refusal order): the dump's stamp, `@.json`,
+/// consistency, filters and `@.done.json`. The restore Job's dump-meta step refuses with this
+/// before pitr-download runs; `plan` runs the same check in its place in the order.
+pub fn check_dump(backup: &BackupMeta) -> Result<(), Refusal> {
+    let history = History::default();
+    let request = Request::default();
+    let mut ctx = Ctx::new(Input {
+        history: &history,
+        open_refusal: None,
+        backup,
+        request: &request,
+        limits: Limits::default(),
+    });
+    ctx.run(Check::DumpMeta)
 }
 
 fn fmt_time(at: Timestamp) -> String {

@@ -1,6 +1,7 @@
 //! What the operator benchmarks share: the operator as a child process of its own (this
 //! benchmark binary again, in child mode) so that its RSS and CPU time are its own, the lab's
-//! request log as the poll counter, and `/proc` readings.
+//! request log as the poll counter, the child's CPU time (read by the child itself) and `/proc`
+//! readings of its memory.
 //!
 //! Child mode (`BLOODRAVEN_BENCH_OPERATOR_CHILD=<dir>`): the operator's controller and topology
 //! managers (`controller::run`, every namespace, as the binary runs them) against the lab API
@@ -25,8 +26,6 @@ use serde_json::Value;
 
 pub(crate) const CHILD_ENV: &str = "BLOODRAVEN_BENCH_OPERATOR_CHILD";
 pub(crate) const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-/// Linux's USER_HZ (the unit of utime/stime in /proc/<pid>/stat) on every architecture we run.
-const TICKS_PER_SECOND: f64 = 100.0;
 
 pub(crate) fn quick() -> bool {
     std::env::var_os("BLOODRAVEN_BENCH_QUICK").is_some()
@@ -36,6 +35,7 @@ pub(crate) fn quick() -> bool {
 pub(crate) fn run_child_if_asked() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
     let dir = PathBuf::from(dir);
+    serve_cpu_time(&dir);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async move {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -54,6 +54,30 @@ pub(crate) fn run_child_if_asked() {
         controller::run(context, None).await;
     });
     std::process::exit(0);
+}
+
+/// This process's CPU time (every thread, live or exited) in nanoseconds.
+fn process_cpu_nanos() -> u128 {
+    let spec = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).unwrap();
+    spec.tv_sec() as u128 * 1_000_000_000 + spec.tv_nsec() as u128
+}
+
+/// Answers every connection to a 127.0.0.1 port (written to `<dir>/cpu.port`) with this
+/// process's CPU time in nanoseconds: the parent reads the child's CPU with nanosecond
+/// resolution (`/proc/<pid>/stat` counts 10 ms ticks, ±0.1 ms per poll over a 30 s window).
+/// The thread sleeps in `accept` between the two readings of a window.
+fn serve_cpu_time(dir: &Path) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let tmp = dir.join("cpu.port.tmp");
+    std::fs::write(&tmp, port.to_string()).unwrap();
+    std::fs::rename(tmp, dir.join("cpu.port")).unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            use std::io::Write as _;
+            let _ = stream.write_all(process_cpu_nanos().to_string().as_bytes());
+        }
+    });
 }
 
 struct FileResolver {
@@ -88,7 +112,7 @@ pub(crate) fn write_resolve(dir: &Path, map: &BTreeMap<String, String>) {
 }
 
 /// The operator child; killed (and reaped) on drop.
-pub(crate) struct OperatorChild(Child);
+pub(crate) struct OperatorChild(Child, PathBuf);
 
 impl OperatorChild {
     pub(crate) fn spawn(lab: &Lab, dir: &Path) -> Self {
@@ -102,21 +126,30 @@ impl OperatorChild {
             .stderr(log)
             .spawn()
             .unwrap();
-        OperatorChild(child)
+        OperatorChild(child, dir.to_owned())
     }
 
     pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 
-    /// utime + stime of every thread, in seconds.
+    /// The child's CPU time (every thread, live or exited) in seconds, nanosecond resolution,
+    /// read from the child itself (`serve_cpu_time`); waits (bounded) for its port file.
     pub(crate) fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
-        // Fields after the command (which may hold spaces) start at field 3; utime is 14.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-        ticks / TICKS_PER_SECOND
+        use std::io::Read as _;
+        let file = self.1.join("cpu.port");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let port: u16 = loop {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                break text.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the operator child wrote no {}", file.display());
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text.trim().parse::<u128>().unwrap() as f64 / 1e9
     }
 
     /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
@@ -182,14 +215,23 @@ pub(crate) fn diagnose(lab: &Lab, dir: &Path) -> String {
     )
 }
 
-/// Loads the group CRD and deploy/examples/group.yaml (Namespace `orders`, its credentials
+/// The CRDs an installation has (`deploy/crds/`, and ExternalDNS's DNSEndpoint): without one,
+/// the operator's watch of that kind retries against a 404, which is not the steady state
+/// being measured.
+const INSTALLED_CRDS: [&str; 4] = [
+    "deploy/crds/mysqlfailovergroups.shipstream.io.yaml",
+    "deploy/crds/mysqlbackups.shipstream.io.yaml",
+    "deploy/crds/mysqlbackupverifications.shipstream.io.yaml",
+    "deploy/crds/external/dnsendpoints.externaldns.k8s.io.yaml",
+];
+
+/// Loads the installed CRDs and deploy/examples/group.yaml (Namespace `orders`, its credentials
 /// Secret, group `orders`) into `lab`; returns the stored group.
 pub(crate) fn apply_example(lab: &Lab) -> Value {
-    let crd = std::fs::read_to_string(format!(
-        "{ROOT}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
-    ))
-    .unwrap();
-    lab.load_crds(&crd).unwrap();
+    for path in INSTALLED_CRDS {
+        let crd = std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap();
+        lab.load_crds(&crd).unwrap();
+    }
     let yaml = std::fs::read_to_string(format!("{ROOT}/deploy/examples/group.yaml")).unwrap();
     lab.apply_yaml(&yaml)
         .unwrap()

@@ -5,10 +5,11 @@
 //! | [`job`] | the backup Job, its credentials Secret and the recorded `status.artifactStorage` (pure) |
 //! | [`verdict`] | a Job's state (and its log's sentinel) → the backup's phase, conditions and observations (pure) |
 //! | [`reconcile`] | one pass over one backup: observe its Job, or select the source and create the Job (IO) |
+//! | [`controller`] | the watch loop (kube-rs Controller over MysqlBackups owning Jobs) and the backup Events |
 //!
-//! Not built yet: the watch loop that calls [`reconcile`], Events and metrics, schedules,
-//! retention and artifact cleanup.
+//! Not built yet: metrics, schedules, retention and artifact cleanup, verification.
 
+pub mod controller;
 pub mod job;
 pub mod reconcile;
 pub mod verdict;

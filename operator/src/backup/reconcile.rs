@@ -1,6 +1,6 @@
 //! One reconcile of a `MysqlBackup` (IO): observe its Job if it has one, else select the
 //! source, build and create the credentials Secret and the Job, recording the destination in
-//! `status.artifactStorage` first. The watch loop around it is not built yet; tests call it.
+//! `status.artifactStorage` first. The watch loop around it is [`super::controller`].
 
 use std::collections::BTreeMap;
 
@@ -245,7 +245,12 @@ pub async fn reconcile(
         group: &group,
         profile: &profile,
         site: &site,
-        image: image.to_owned(),
+        image: group
+            .spec
+            .sidecar
+            .as_ref()
+            .and_then(|sidecar| sidecar.image.clone())
+            .unwrap_or_else(|| image.to_owned()),
         pitr_archive_id: pitr_archive_id.clone(),
         credentials: &credentials,
         attempt,

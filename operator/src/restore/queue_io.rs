@@ -231,7 +231,7 @@ fn request_key(current: &bloodraven_crd::group::RecloneRequest) -> Option<String
 /// is sent as null, so a merge patch removes it (a merge patch keeps absent fields).
 /// `None` when the queue cannot be serialized (never written then: a null would release
 /// every guard).
-fn merge_value(
+pub(crate) fn merge_value(
     queue: Option<&bloodraven_crd::group::RestoreReclones>,
 ) -> Option<serde_json::Value> {
     let Some(queue) = queue else { return Some(serde_json::Value::Null) };
@@ -245,7 +245,7 @@ fn merge_value(
     Some(value)
 }
 
-async fn publish(
+pub(crate) async fn publish(
     recorder: &Recorder,
     group: &MysqlFailoverGroup,
     warning: bool,

@@ -21,8 +21,6 @@ use bloodraven_crd::group::{
 };
 use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
 use bloodraven_kubelet::{Kubelet, KubeletConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::accounts::APPLICATION;
 use bloodraven_sites::mysqld::MysqlDist;
@@ -32,7 +30,8 @@ use bloodraven_sites::workload::{self, Workload, WorkloadConfig};
 use bloodraven_workloads::{Resolver, ports, primary_service_name};
 use futures::StreamExt;
 use kube::api::Api;
-use tokio::task::JoinHandle;
+
+use super::harness::{self, Operator, start_lab};
 
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers (six mysqld run during the sweep).
@@ -54,19 +53,12 @@ const POINTS: &[Step] = &[
     Step::OperatorRepointAfter,
 ];
 
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    harness::wait_for(what, BOUND, Duration::from_millis(100), check).await
 }
 
 /// One writable primary (not `not`), Ready, every other site but `not` converged on it.
@@ -108,48 +100,15 @@ fn group_ready(group: &MysqlFailoverGroup, not: Option<&str>) -> Option<String> 
         .then_some(active)
 }
 
-/// A running operator: controller and the group managers its context owns.
-struct Operator {
-    context: Arc<Context>,
-    controller: JoinHandle<()>,
-}
-
-impl Operator {
-    fn start(client: &kube::Client, kubelet: &Kubelet, namespace: &str, instance: &str) -> Self {
-        let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-        let context =
-            Arc::new(Context::new(client.clone(), Arc::new(kubelet.resolver()), tuning, instance));
-        let (run, namespace) = (context.clone(), namespace.to_owned());
-        let controller =
-            tokio::spawn(async move { controller::run(run, Some(namespace.as_str())).await });
-        Operator { context, controller }
-    }
-
-    /// Stops everything this operator runs; what it knew in memory is gone.
-    async fn stop(self) {
-        self.controller.abort();
-        let _ = self.controller.await;
-        // The last reference: `Context`'s drop aborts every group manager task.
-        drop(self.context);
-    }
-}
-
-async fn start_lab(namespace: &str) -> (Lab, kube::Client) {
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let crd = std::fs::read_to_string(format!(
-        "{root}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
-    ))
-    .expect("deploy/crds");
-    lab.load_crds(&crd).expect("the group CRD");
-    let example = std::fs::read_to_string(format!("{root}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml")
-        .replace("namespace: orders", &format!("namespace: {namespace}"))
-        .replace("name: orders\n---", &format!("name: {namespace}\n---"));
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
-    (lab, client)
+/// Starts an operator over `namespace` as `instance`.
+fn start_operator(
+    client: &kube::Client,
+    kubelet: &Kubelet,
+    namespace: &str,
+    instance: &str,
+) -> Operator {
+    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
+    Operator::start(client, Arc::new(kubelet.resolver()), tuning, Some(namespace), instance)
 }
 
 fn address(kubelet: &Kubelet, namespace: &str, service: &str) -> SocketAddr {
@@ -186,7 +145,7 @@ async fn one_point(index: usize, step: Step, dist: MysqlDist, template: Template
         .await
         .expect("the kubelet");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), &namespace);
-    let operator = Operator::start(&client, &kubelet, &namespace, "before-crash");
+    let operator = start_operator(&client, &kubelet, &namespace, "before-crash");
 
     let first = wait_for(&format!("{step}: the group to converge"), || async {
         group_ready(&groups.get(GROUP).await.ok()?, None)
@@ -244,7 +203,7 @@ async fn one_point(index: usize, step: Step, dist: MysqlDist, template: Template
     let to_crash = killed_at.elapsed();
     operator.stop().await;
     bloodraven_crashpoint::disarm(&scope);
-    let operator = Operator::start(&client, &kubelet, &namespace, "after-crash");
+    let operator = start_operator(&client, &kubelet, &namespace, "after-crash");
 
     let second = wait_for(&format!("{step}: the restarted operator to converge"), || async {
         group_ready(&groups.get(GROUP).await.ok()?, Some(first.as_str()))
@@ -366,7 +325,7 @@ async fn a_held_claim_defers_split_brain_and_failover_until_released() {
         .await
         .expect("the kubelet");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), &namespace);
-    let operator = Operator::start(&client, &kubelet, &namespace, "claim");
+    let operator = start_operator(&client, &kubelet, &namespace, "claim");
     let first = wait_for("the group to converge", || async {
         group_ready(&groups.get(GROUP).await.ok()?, None)
     })

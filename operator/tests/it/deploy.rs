@@ -17,7 +17,7 @@ use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::group::SiteState;
 use bloodraven_kubelet::{Kubelet, KubeletConfig};
 use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::controller::{self, Context};
+use bloodraven_operator::controller::Context;
 use bloodraven_operator::lease::{LeaseConfig, try_acquire_or_renew};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::mysqld::MysqlDist;
@@ -25,6 +25,8 @@ use bloodraven_sites::proxy::ProxyHub;
 use bloodraven_sites::template::ensure_template_async;
 use bloodraven_workloads::{Resolver, ServiceAddress, labels};
 use serde_json::{Value, json};
+
+use super::harness::{self, Operator};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const NAMESPACE: &str = "orders";
@@ -34,19 +36,12 @@ const OPERATOR_USER: &str = "system:serviceaccount:bloodraven-system:bloodraven-
 const BOUND: Duration = Duration::from_secs(120);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    harness::wait_for(what, BOUND, Duration::from_millis(200), check).await
 }
 
 fn read(path: &str) -> String {
@@ -142,8 +137,8 @@ async fn operator_rbac_is_exactly_what_the_operator_calls() {
     take_lease(&client).await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let tuning = Tuning { poll_interval: Duration::from_millis(500), ..Tuning::default() };
-    let context = Arc::new(Context::new(client.clone(), Arc::new(Closed(closed)), tuning, "test"));
-    let controller = tokio::spawn(controller::run(context.clone(), None));
+    let Operator { context, controller } =
+        Operator::start(&client, Arc::new(Closed(closed)), tuning, None, "test");
 
     // The test reads through the library (never logged as the operator's calls).
     wait_for("a status with three unreachable sites", || async {
@@ -175,13 +170,25 @@ async fn operator_rbac_is_exactly_what_the_operator_calls() {
     let _ = controller.await;
     drop(context);
 
-    check_rbac(&lab, &["dnsendpoints", PLANNED_BOOKKEEPING]);
+    check_rbac(&lab, &[&["dnsendpoints", PLANNED_BOOKKEEPING], BACKUP_CALLS].concat());
     lab.stop().await.expect("the lab stops");
 }
 
 /// The group patch of the planned failover's annotation bookkeeping: granted, reached only by
 /// the planned-failover drills (which run without RBAC).
 const PLANNED_BOOKKEEPING: &str = "mysqlfailovergroups:patch";
+
+/// The MysqlBackup controller's calls once a backup exists (these runs create none; reached
+/// by `backup_live.rs`): read the backup, write its status, create and read its Job and
+/// credentials Secret, read the Job pod's log.
+const BACKUP_CALLS: &[&str] = &[
+    "mysqlbackups:get",
+    "mysqlbackups/status",
+    "jobs:get",
+    "jobs:create",
+    "secrets:create",
+    "pods/log",
+];
 
 /// The operator's calls the lab refused (403), as `verb path?query`.
 fn refused(lab: &Lab) -> Vec<String> {
@@ -337,8 +344,8 @@ async fn operator_rbac_covers_a_live_group_publishing_dns() {
     let kubelet =
         Kubelet::start(admin, dist, template, hub, config).await.expect("the lab kubelet");
     let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let context = Arc::new(Context::new(operator, Arc::new(kubelet.resolver()), tuning, "test"));
-    let controller = tokio::spawn(controller::run(context.clone(), None));
+    let Operator { context, controller } =
+        Operator::start(&operator, Arc::new(kubelet.resolver()), tuning, None, "test");
 
     wait_for("the group to converge (Ready, one primary, followers replicating)", || async {
         let refused = refused(&lab);
@@ -366,7 +373,7 @@ async fn operator_rbac_covers_a_live_group_publishing_dns() {
     let _ = controller.await;
     drop(context);
     kubelet.shutdown().await;
-    check_rbac(&lab, &[PLANNED_BOOKKEEPING]);
+    check_rbac(&lab, &[&[PLANNED_BOOKKEEPING], BACKUP_CALLS].concat());
     lab.stop().await.expect("the lab stops");
 }
 
@@ -461,6 +468,11 @@ async fn apply_deploy_and_check_roles(variable: &str) {
         ("bloodraven-console", "list", "mysqlbackups", &[], true),
         ("bloodraven-console", "watch", "mysqlbackupverifications", &[], true),
         ("bloodraven-console", "watch", "events", &[], true),
+        // The operator's leader Lease: read, never written.
+        ("bloodraven-console", "watch", "leases.coordination.k8s.io", &[], true),
+        ("bloodraven-console", "get", "leases.coordination.k8s.io", &[], true),
+        ("bloodraven-console", "update", "leases.coordination.k8s.io", &[], false),
+        ("bloodraven-console-operator", "watch", "leases.coordination.k8s.io", &[], true),
         ("bloodraven-console", "patch", "mysqlfailovergroups", &[], false),
         ("bloodraven-console", "patch", "mysqlfailovergroups", &["--subresource=status"], false),
         ("bloodraven-console", "create", "mysqlbackups", &[], false),

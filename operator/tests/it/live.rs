@@ -13,7 +13,6 @@ use bloodraven_crd::group::{
 };
 use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
 use bloodraven_kubelet::{Kubelet, KubeletConfig};
-use bloodraven_lab::{Lab, LabConfig};
 use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::accounts::{self, APPLICATION};
@@ -27,42 +26,19 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use kube::api::Api;
 use mysql_async::prelude::Queryable;
 
+use super::harness::{self, Operator, start_lab};
+
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(240);
 
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-async fn start_lab() -> (Lab, kube::Client) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let crd = std::fs::read_to_string(format!(
-        "{root}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
-    ))
-    .expect("deploy/crds");
-    lab.load_crds(&crd).expect("the group CRD");
-    let example = std::fs::read_to_string(format!("{root}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
-    (lab, client)
+    harness::wait_for(what, BOUND, Duration::from_millis(250), check).await
 }
 
 /// Resolves nothing: the workload test dials no MySQL.
@@ -76,7 +52,7 @@ impl Resolver for Nowhere {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workloads_for_a_three_site_group() {
-    let (lab, client) = start_lab().await;
+    let (lab, client) = start_lab(NAMESPACE).await;
     let context =
         Arc::new(Context::new(client.clone(), Arc::new(Nowhere), Tuning::default(), "test"));
     let controller = tokio::spawn(controller::run(context.clone(), Some(NAMESPACE)));
@@ -193,7 +169,7 @@ async fn a_frozen_primary_is_unreachable_and_replaced() {
 
 async fn failover_drill(failure: Failure) {
     let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let (lab, client) = start_lab().await;
+    let (lab, client) = start_lab(NAMESPACE).await;
     let template = ensure_template_async(&dist).await.expect("the template data directory");
     let root = tempfile::Builder::new().prefix("bro-").tempdir_in("/tmp").expect("a short root");
     let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
@@ -203,9 +179,8 @@ async fn failover_drill(failure: Failure) {
         .await
         .expect("the kubelet");
     let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let context =
-        Arc::new(Context::new(client.clone(), Arc::new(kubelet.resolver()), tuning, "test"));
-    let controller = tokio::spawn(controller::run(context.clone(), Some(NAMESPACE)));
+    let Operator { context, controller } =
+        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
 
     // Converged: one writable primary, star replication, activeSite set, Ready.
@@ -340,7 +315,7 @@ async fn failover_drill(failure: Failure) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_one_lease_holder_and_a_takeover_after_the_holder_stops() {
     use bloodraven_operator::lease::{LeaseConfig, try_acquire_or_renew};
-    let (lab, client) = start_lab().await;
+    let (lab, client) = start_lab(NAMESPACE).await;
     let config = |identity: &str| LeaseConfig {
         namespace: NAMESPACE.to_owned(),
         name: "bloodraven-operator".to_owned(),
@@ -387,7 +362,7 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_takes_the_lease_serves_http_and_reconciles() {
-    let (lab, _client) = start_lab().await;
+    let (lab, _client) = start_lab(NAMESPACE).await;
     // Without its Secret the group is never dialled: the binary resolves Services through the
     // cluster DNS, which the test must not reach.
     lab.delete("v1", "Secret", Some(NAMESPACE), "mysql-operator-creds").unwrap();

@@ -6,16 +6,20 @@
 )]
 
 mod backup;
+mod backup_live;
 mod bad_input;
 mod crash_sweep;
 mod deploy;
 mod dns;
+mod harness;
 mod live;
 mod planned_core;
+mod planned_crash;
 mod planned_props;
 mod planned_world;
 mod restore_clone;
 mod restore_core;
+mod restore_drill;
 mod restore_live;
 mod restore_plan;
 mod restore_run;

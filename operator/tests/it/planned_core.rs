@@ -630,6 +630,47 @@ fn the_readme_table_names_every_pair_and_its_test() {
     assert!(missing.is_empty(), "README rows missing:\n{}", missing.join("\n"));
 }
 
+/// The README table's Drill column: every drill it names is a file of `crates/drill/drills`
+/// that reaches the row's pair (waits for that outcome and reason; an already-active request
+/// ends with the Skipped Event and no block, ambiguity 1).
+#[test]
+fn the_readme_drills_exist_and_reach_their_pair() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/operator/README.md")).unwrap();
+    let section = readme.split("### Outcome × reason → test").nth(1).unwrap();
+    let mut problems = Vec::new();
+    let mut drills = 0;
+    for line in section.lines().take_while(|l| !l.starts_with("##")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // "", outcome, reason, test, drill, "".
+        let [_, outcome, reason, _, drill, _] = cells[..] else { continue };
+        let names: Vec<&str> = drill
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|name| name.starts_with("planned-"))
+            .collect();
+        for name in names {
+            drills += 1;
+            let path = format!("{root}/crates/drill/drills/{name}.yaml");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                problems.push(format!("{outcome}/{reason}: {path} does not exist"));
+                continue;
+            };
+            let wanted = match (outcome, reason) {
+                ("Succeeded", _) => "outcome: {outcome: Succeeded}".to_owned(),
+                ("NotStarted", "AlreadyActive") => "PlannedFailoverSkipped".to_owned(),
+                _ => format!("outcome: {{outcome: {outcome}, reason: {reason}}}"),
+            };
+            if !text.contains(&wanted) {
+                problems.push(format!("{outcome}/{reason}: {name}.yaml has no `{wanted}`"));
+            }
+        }
+    }
+    assert!(drills > 0, "the README table names no drill: is the section heading intact?");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// Planned-failover document, "Deadlines and worst-case write outage" (table Phase /
 /// condition | Window or deadline), "Spec-level defaults", "Status stalls and the terminal
 /// marker", "Operator restarts, manager restarts, leader changes" and "The automation hold".

@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_gtid::GtidSet;
 use bloodraven_kubelet::{Kubelet, KubeletConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::accounts::OPERATOR;
 use bloodraven_sites::mysqld::MysqlDist;
@@ -22,42 +20,19 @@ use bloodraven_workloads::{Resolver, ports};
 use kube::api::{Api, Patch, PatchParams};
 use mysql_async::prelude::Queryable;
 
+use super::harness::{self, Operator, start_lab};
+
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(120);
 
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-async fn start_lab() -> (Lab, kube::Client) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let crd = std::fs::read_to_string(format!(
-        "{root}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
-    ))
-    .expect("deploy/crds");
-    lab.load_crds(&crd).expect("the group CRD");
-    let example = std::fs::read_to_string(format!("{root}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
-    (lab, client)
+    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
 }
 
 /// One site's executed set and receiver state, as the operator account sees it.
@@ -101,7 +76,7 @@ async fn patch_queue(groups: &Api<MysqlFailoverGroup>, queue: serde_json::Value)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_queue_holds_removal_resumes_and_draining_reclones_every_peer() {
     let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let (_lab, client) = start_lab().await;
+    let (_lab, client) = start_lab(NAMESPACE).await;
     let template = ensure_template_async(&dist).await.expect("the template data directory");
     let root = tempfile::Builder::new().prefix("brr-").tempdir_in("/tmp").expect("a short root");
     let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
@@ -111,9 +86,8 @@ async fn held_queue_holds_removal_resumes_and_draining_reclones_every_peer() {
         .await
         .expect("the kubelet");
     let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let context =
-        Arc::new(Context::new(client.clone(), Arc::new(kubelet.resolver()), tuning, "test"));
-    let controller = tokio::spawn(controller::run(context.clone(), Some(NAMESPACE)));
+    let Operator { context: _context, controller } =
+        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     let resolver = kubelet.resolver();
     let addr = |site: &str| {

@@ -19,6 +19,7 @@ use std::time::Duration;
 use bloodraven_archive::manifest::{FileRow, Manifest};
 use bloodraven_archive::refusal::Refusal;
 use bloodraven_archive::{ContentIdKey, NormalizedDestination, format_timestamp};
+use bloodraven_crashpoint::Step;
 use bloodraven_store::{ArchiveRoot, ObjectStore};
 use jiff::Timestamp;
 
@@ -461,6 +462,7 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
             lock(&self.status).upload_failures += 1;
             return Err(SessionError::Store(error).into());
         }
+        bloodraven_crashpoint::hit(Step::SidecarArchiveAfterObjectWrite);
         if !still_open() {
             tracing::info!(
                 file = name,
@@ -473,6 +475,7 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
         })
         .await
         .inspect_err(|_| lock(&self.status).upload_failures += 1)?;
+        bloodraven_crashpoint::hit(Step::SidecarArchiveAfterManifestWrite);
         tracing::info!(file = name, key = %key, size = file.bytes.len(), "binlog archived");
         Ok(true)
     }
@@ -534,6 +537,8 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
                 manifest.retire(|row| chosen.iter().any(|(n, id)| *n == row.name && *id == row.id));
         })
         .await?;
+        // Crash point 1 of 2: the rows are pruned (deleted: false), no object deleted yet.
+        bloodraven_crashpoint::hit(Step::SidecarRetireBetweenWrites);
         report.retired.extend(selected.iter().map(|(name, _)| name.clone()));
         self.finish_pending_deletes(report).await
     }
@@ -576,6 +581,8 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
         if done.is_empty() {
             return Ok(());
         }
+        // Crash point 2 of 2: the objects are deleted, the records not yet acknowledged.
+        bloodraven_crashpoint::hit(Step::SidecarRetireBetweenWrites);
         let acknowledged = done.clone();
         self.edit_and_save(|manifest| {
             for (name, id) in &acknowledged {

@@ -157,6 +157,8 @@ pub async fn establish<S: ObjectStore>(
     };
     let descriptor =
         ArchiveDescriptor::new(me.archive_id.clone(), me.source.clone(), encryption, now, &me.site);
+    // The store is probed (its probe objects may remain), the descriptor not created yet.
+    bloodraven_crashpoint::hit(bloodraven_crashpoint::Step::SidecarDescriptorDuringCreate);
     match store.create(&root.key(DESCRIPTOR_NAME), descriptor.to_vec()).await {
         Ok(()) => {
             tracing::info!(archive = %me.archive_id, store = store.describe(), "archive descriptor created");

@@ -10,11 +10,17 @@
 //! | [`creds`] | MySQL and S3 credentials from mounted files (env fallback) |
 //! | [`storage`] | the destination: S3 (bucket, prefix, endpoint) or PVC (mount, subPath) |
 //! | [`client`] | the MySQL client tools' option file, and the step's own connection |
+//! | [`dump_meta`] | `dump-meta`: a PITR restore's backup metadata (`dump.json`), step-2 refusals |
+//! | [`pitr_download`] | `pitr-download`: archive → plan, staged segment files, `coverage.json`, `plan.json` |
+//! | [`replay`] | `replay`: the plan's segments into the loaded server, the proof and the verdict |
 
 pub mod backup;
 pub mod client;
 pub mod creds;
+pub mod dump_meta;
 pub mod dumpfile;
+pub mod pitr_download;
+pub mod replay;
 pub mod restore;
 pub mod storage;
 

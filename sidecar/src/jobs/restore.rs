@@ -45,8 +45,91 @@ pub struct RestoreArgs {
     /// The mysql client executable.
     #[arg(long = "mysql-client", env = "BLOODRAVEN_MYSQL", default_value = "mysql")]
     pub mysql_client: PathBuf,
+    /// An in-place restore into the live primary (backup-and-restore document, "Full-instance
+    /// in-place restore"): refuses unless `offline_mode` is ON (BLOODRAVEN_OFFLINE_FENCE_MISSING),
+    /// then `STOP REPLICA; RESET REPLICA ALL`, drops every user schema (binlogged, so the
+    /// primary's executed set shows the change), loads without the dump's `GTID_PURGED`, and
+    /// only after a complete load `RESET BINARY LOGS AND GTIDS` and sets the dump's set. A load
+    /// that fails part way leaves the primary's set changed, never equal to the fenced one.
+    #[arg(long = "in-place", env = "BLOODRAVEN_RESTORE_IN_PLACE", default_value_t = false)]
+    pub in_place: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
+}
+
+/// The token an in-place restore fails with when the target is not fenced.
+pub const OFFLINE_FENCE_MISSING: &str = "BLOODRAVEN_OFFLINE_FENCE_MISSING";
+
+/// Schemas an in-place restore never drops.
+const SYSTEM_SCHEMAS: &str = "'mysql','sys','information_schema','performance_schema'";
+
+/// The in-place preflight on the live primary: the fence checked, replication reset, a
+/// binlogged marker (so the executed set changes even with no schema to drop), every user
+/// schema dropped. Runs after the artifact check, so a missing or truncated dump never drops
+/// anything.
+async fn clear_in_place(target: &Target) -> anyhow::Result<Vec<String>> {
+    let mut conn = mysql_async::Conn::new(target.opts())
+        .await
+        .with_context(|| format!("cannot connect to the target {}:{}", target.host, target.port))?;
+    let offline: Option<u8> = conn
+        .query_first("SELECT @@GLOBAL.offline_mode")
+        .await
+        .context("cannot read the target's offline_mode")?;
+    if offline != Some(1) {
+        bail!(
+            "{OFFLINE_FENCE_MISSING}: offline_mode is OFF on {}:{}; an in-place restore drops nothing unless the operator's offline fence is up",
+            target.host,
+            target.port
+        );
+    }
+    let schemas: Vec<String> = conn
+        .query(format!(
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ({SYSTEM_SCHEMAS}) ORDER BY SCHEMA_NAME"
+        ))
+        .await
+        .context("cannot list the target's schemas")?;
+    for statement in ["STOP REPLICA", "RESET REPLICA ALL"] {
+        conn.query_drop(statement).await.with_context(|| format!("{statement} failed"))?;
+    }
+    let marker = "DROP DATABASE IF EXISTS `bloodraven_restore_marker`".to_owned();
+    for statement in std::iter::once(marker).chain(
+        schemas.iter().map(|schema| format!("DROP DATABASE `{}`", schema.replace('`', "``"))),
+    ) {
+        conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
+    }
+    let _ = conn.disconnect().await;
+    Ok(schemas)
+}
+
+/// After a complete in-place load: the executed set becomes exactly the dump's.
+async fn finish_in_place(target: &Target, expected: &GtidSet) -> anyhow::Result<()> {
+    let mut conn = mysql_async::Conn::new(target.opts())
+        .await
+        .with_context(|| format!("cannot connect to the target {}:{}", target.host, target.port))?;
+    conn.query_drop("RESET BINARY LOGS AND GTIDS")
+        .await
+        .context("RESET BINARY LOGS AND GTIDS failed")?;
+    let statement = format!("SET GLOBAL gtid_purged = '{expected}'");
+    conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
+    let _ = conn.disconnect().await;
+    Ok(())
+}
+
+/// The dump's `SET @@GLOBAL.GTID_PURGED=…;` removed from its first chunk (an in-place load
+/// sets the dump's set only once the load is complete).
+pub fn strip_gtid_purged(sql: Vec<u8>) -> anyhow::Result<Vec<u8>> {
+    let needle = b"SET @@GLOBAL.GTID_PURGED=";
+    let Some(start) = sql.windows(needle.len()).position(|w| w == needle) else {
+        bail!(
+            "the dump's first chunk has no SET @@GLOBAL.GTID_PURGED; it cannot be restored in place"
+        );
+    };
+    let Some(length) = sql[start..].iter().position(|b| *b == b';') else {
+        bail!("the dump's SET @@GLOBAL.GTID_PURGED statement has no end");
+    };
+    let mut out = sql;
+    out.drain(start..=start + length);
+    Ok(out)
 }
 
 /// What a finished restore reports.
@@ -150,7 +233,10 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<RestoreOutcome> {
     let creds = creds::mysql(args.mysql_creds_dir.as_deref(), |n| std::env::var(n).ok())?;
     let target = Target { host: args.mysql_host.clone(), port: args.mysql_port, creds };
     let before = gtid_executed(&target).await?;
-    if !before.is_empty() {
+    if args.in_place {
+        let dropped = clear_in_place(&target).await?;
+        info!(dropped = ?dropped, "in-place restore: user schemas dropped");
+    } else if !before.is_empty() {
         bail!(
             "the target {}:{} already has transactions (gtid_executed {before}); a restore loads only into an empty server",
             target.host,
@@ -188,8 +274,9 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<RestoreOutcome> {
     let dir = layout.dir().to_owned();
     let compression = artifact.compression;
     let fetch_store = store.clone();
+    let in_place = args.in_place;
     let fetcher = tokio::spawn(async move {
-        for chunk in chunks {
+        for (index, chunk) in chunks.into_iter().enumerate() {
             let key = format!("{dir}/{}", chunk.file);
             let result = async {
                 let body = retry_transient(policy(), || fetch_store.get(&key))
@@ -202,11 +289,12 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<RestoreOutcome> {
                     if digest != expected {
                         bail!("the dump is damaged: chunk {key} has SHA-256 {digest}, @.done.json records {expected}");
                     }
-                    match compression {
+                    let sql = match compression {
                         ChunkCompression::Zstd => zstd::stream::decode_all(body.as_slice())
-                            .with_context(|| format!("the dump is damaged: chunk {key} is not valid zstd")),
-                        ChunkCompression::None => Ok(body),
-                    }
+                            .with_context(|| format!("the dump is damaged: chunk {key} is not valid zstd"))?,
+                        ChunkCompression::None => body,
+                    };
+                    if in_place && index == 0 { strip_gtid_purged(sql) } else { Ok(sql) }
                 })
                 .await
                 .context("the decompression task failed")?
@@ -250,6 +338,9 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<RestoreOutcome> {
     if !status.success() {
         bail!("the load failed ({status}): {detail}");
     }
+    if args.in_place {
+        finish_in_place(&target, &expected).await?;
+    }
     let after = gtid_executed(&target).await?;
     if after != expected {
         bail!("after the load the target's gtid_executed is {after}, not the dump's {expected}");
@@ -273,4 +364,20 @@ async fn gtid_executed(target: &Target) -> anyhow::Result<GtidSet> {
     let _ = conn.disconnect().await;
     let text: String = text.unwrap_or_default().chars().filter(|c| !c.is_whitespace()).collect();
     text.parse().with_context(|| format!("the target's gtid_executed {text:?} is not a GTID set"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_gtid_purged;
+
+    #[test]
+    fn an_in_place_load_leaves_the_dump_gtid_purged_out() {
+        let header = b"SET @@SESSION.SQL_LOG_BIN= 0;\nSET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,\n3e11fa47-71ca-11e1-9e33-c80aa9429563:1-2';\nCREATE TABLE t (a INT);\n";
+        let out = strip_gtid_purged(header.to_vec()).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "SET @@SESSION.SQL_LOG_BIN= 0;\n\nCREATE TABLE t (a INT);\n"
+        );
+        assert!(strip_gtid_purged(b"CREATE TABLE t (a INT);".to_vec()).is_err());
+    }
 }

@@ -87,7 +87,7 @@ fn test_data(name: &str) -> PathBuf {
 }
 
 /// A data directory with `binlog.000001..3` (sealed) and `binlog.000004` (active).
-fn datadir() -> tempfile::TempDir {
+pub(crate) fn datadir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut index = String::new();
     for (n, source) in SEALED.iter().enumerate() {
@@ -120,7 +120,7 @@ pub(crate) async fn open_plain<S: ObjectStore>(
     open_archive(store, root, ReaderOptions::new(ReaderKey::None)).await
 }
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from_second(1_793_871_100).unwrap()
 }
 

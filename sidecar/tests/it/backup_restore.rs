@@ -16,47 +16,11 @@ use bloodraven_sidecar::jobs::backup::{self, BackupArgs};
 use bloodraven_sidecar::jobs::restore::{self, RestoreArgs};
 use bloodraven_sidecar::jobs::storage::StorageArgs;
 use bloodraven_sites::accounts::{self, BACKUP};
-use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
-use bloodraven_sites::template::ensure_template_async;
+use bloodraven_sites::mysqld::{Instance, MysqlDist};
 use bloodraven_store::{ObjectStore, testing::SeaweedFs};
 use mysql_async::prelude::Queryable as _;
 
-const READY: Duration = Duration::from_secs(120);
-const RESTORE_USER: &str = "bloodraven_restore";
-const RESTORE_PASSWORD: &str = "lab-restore-pw";
-
-fn tool(var: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{var} is unset: run `source scripts/provision.sh` first"))
-}
-
-async fn start(dist: &MysqlDist, name: &str, server_id: u32) -> Instance {
-    let template = ensure_template_async(dist).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut site = Instance::create(dist, &template, InstanceSpec::new(name, server_id))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    site.start_and_wait(READY).await.unwrap_or_else(|e| panic!("{e}\n{}", site.error_log_tail(30)));
-    let mut root = site.root_conn().await.unwrap();
-    root.query_drop("SET GLOBAL super_read_only = OFF").await.unwrap();
-    root.query_drop("SET GLOBAL read_only = OFF").await.unwrap();
-    // The restore account, created without a GTID so a fresh server stays empty.
-    for statement in [
-        "SET sql_log_bin = 0".to_owned(),
-        format!("CREATE USER '{RESTORE_USER}'@'%' IDENTIFIED BY '{RESTORE_PASSWORD}'"),
-        format!("GRANT ALL ON *.* TO '{RESTORE_USER}'@'%'"),
-    ] {
-        root.query_drop(statement).await.unwrap();
-    }
-    site
-}
-
-fn creds_dir(user: &str, password: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("MYSQL_USER"), user).unwrap();
-    std::fs::write(dir.path().join("MYSQL_PASSWORD"), password).unwrap();
-    dir
-}
+use crate::mysql_support::{RESTORE_PASSWORD, RESTORE_USER, creds_dir, pvc_storage, start, tool};
 
 fn s3_storage(weed: &SeaweedFs, aws: &Path) -> StorageArgs {
     StorageArgs {
@@ -69,20 +33,6 @@ fn s3_storage(weed: &SeaweedFs, aws: &Path) -> StorageArgs {
         pvc_mount: PathBuf::from("/nonexistent"),
         pvc_sub_path: String::new(),
         mountinfo_file: None,
-    }
-}
-
-fn pvc_storage(mount: &Path, mountinfo: &Path) -> StorageArgs {
-    StorageArgs {
-        storage_type: "PVC".into(),
-        s3_bucket: String::new(),
-        s3_prefix: String::new(),
-        s3_endpoint: String::new(),
-        s3_region: String::new(),
-        aws_creds_dir: None,
-        pvc_mount: mount.to_owned(),
-        pvc_sub_path: "orders".into(),
-        mountinfo_file: Some(mountinfo.to_owned()),
     }
 }
 
@@ -118,6 +68,7 @@ fn restore_args(name: &str, target: &Instance, creds: &Path, storage: StorageArg
         mysql_port: target.port(),
         mysql_creds_dir: Some(creds.to_owned()),
         mysql_client: tool("BLOODRAVEN_MYSQL"),
+        in_place: false,
         storage,
     }
 }

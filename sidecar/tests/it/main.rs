@@ -1,7 +1,9 @@
 //! Integration tests of the sidecar.
 //!
 //! `archiver*`: the binlog archiver over real stores (a PVC-layout temp dir, SeaweedFS) and,
-//! in `archiver_mysql`, a real MySQL 9.7 (`source scripts/provision.sh` first).
+//! in `archiver_mysql`, a real MySQL 9.7 (`source scripts/provision.sh` first). `crash`: the
+//! archiver killed at each named crash point in a child process, then restarted.
+//! `backup_restore`, `pitr_restore`: the Job steps on real MySQL 9.7, sharing `mysql_support`.
 
 // This binary is test code only; clippy's allow-unwrap-in-tests covers `#[test]` functions
 // but not the shared helpers they call.
@@ -10,6 +12,9 @@
 mod archiver;
 mod archiver_mysql;
 mod backup_restore;
+mod crash;
+mod mysql_support;
+mod pitr_restore;
 
 use std::future::Future;
 use std::time::Duration;

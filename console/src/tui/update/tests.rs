@@ -383,7 +383,7 @@ fn an_unreadable_group_is_listed_and_the_rest_are_shown() {
     assert_eq!(state.data.unreadable_groups.len(), 1);
 
     // A healthy group rewritten badly leaves the list and becomes unreadable …
-    let orders = state.data.groups[&("orders".to_owned(), "orders".to_owned())].clone();
+    let orders = (*state.data.groups[&("orders".to_owned(), "orders".to_owned())]).clone();
     update(
         &mut state,
         Action::Data(DataEvent::UnreadableGroups(Change::Applied(Box::new(bad("orders"))))),

@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::ops::confirm::{ConfirmDialog, Focus, Stage};
-use crate::ops::{Verdict, confirmation_name, data_loss_statement};
+use crate::ops::{Verdict, WriteOp, confirmation_name, data_loss_statement};
+use crate::tui::state::{Overlay, Picker, State};
 
 /// The dialog's area: most of the screen, centred.
 pub fn area(screen: Rect) -> Rect {
@@ -149,12 +150,201 @@ pub fn lines(dialog: &ConfirmDialog, color: bool) -> Vec<Line<'static>> {
 
 /// Draws the dialog over the screen.
 pub fn render_dialog(dialog: &ConfirmDialog, screen: Rect, color: bool, frame: &mut Frame<'_>) {
+    render_dialog_with(dialog, Vec::new(), screen, color, frame);
+}
+
+/// Draws the dialog with the follow-through lines (after it was sent) at its end.
+pub fn render_dialog_with(
+    dialog: &ConfirmDialog,
+    follow: Vec<Line<'static>>,
+    screen: Rect,
+    color: bool,
+    frame: &mut Frame<'_>,
+) {
     let area = area(screen);
     frame.render_widget(Clear, area);
     let title = format!(" confirm: {} ", dialog.prepared.op.kind());
     let block = Block::default().borders(Borders::ALL).title(title);
-    let paragraph = Paragraph::new(lines(dialog, color)).block(block).wrap(Wrap { trim: false });
+    let mut lines = lines(dialog, color);
+    if !follow.is_empty() {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            "follow-through (live)",
+            Style::default().add_modifier(Modifier::BOLD),
+        )));
+        lines.extend(follow);
+    }
+    // Keep the end (buttons, answer, follow-through) in view on a small terminal.
+    let inner_width = area.width.saturating_sub(2);
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let total = u16::try_from(paragraph.line_count(inner_width)).unwrap_or(u16::MAX);
+    let visible = area.height.saturating_sub(2);
+    let paragraph = paragraph.scroll((total.saturating_sub(visible), 0)).block(block);
     frame.render_widget(paragraph, area);
+}
+
+/// What the watch shows of a sent operation: the planned failover's phase, the hold cleared
+/// or still standing, the queue, the backup's or verification's phase.
+pub fn follow_lines(state: &State, op: &WriteOp) -> Vec<Line<'static>> {
+    let group_ref = op.group();
+    let key = (group_ref.namespace.clone(), group_ref.name.clone());
+    let Some(group) = state.group(&key) else {
+        return vec![Line::from(format!(" group {group_ref} is not in the watched data"))];
+    };
+    let status = group.status.clone().unwrap_or_default();
+    let mut lines = Vec::new();
+    match op {
+        WriteOp::RequestPlannedFailover { target, .. } => {
+            let record = status.planned_failover.as_ref();
+            let run = record.and_then(|record| record.run_id.clone()).unwrap_or_default();
+            let record_target = record.and_then(|record| record.target_site.clone());
+            if record_target.as_deref() == Some(target.as_str()) {
+                lines.push(Line::from(format!(
+                    " planned failover to {target}: {} (run {run})",
+                    crate::summary::planned_phase(group)
+                )));
+                if let Some(message) = record.and_then(|record| record.message.clone()) {
+                    lines.push(Line::from(format!(" {message}")));
+                }
+            } else {
+                lines.push(Line::from(format!(
+                    " waiting for the operator to admit the request (status.plannedFailover                      does not name {target} yet)"
+                )));
+            }
+            lines.push(Line::from(" the planned-failover panel (2) shows the timeline"));
+        }
+        WriteOp::AcknowledgeHold { run_id, .. } => {
+            lines.push(Line::from(match &status.planned_failover_hold {
+                None => " the hold is cleared (PlannedFailoverHoldAcknowledged)".to_owned(),
+                Some(hold) if hold.run_id.as_deref() == Some(run_id.as_str()) => {
+                    " the hold still stands: waiting for the operator to read the acknowledgement"
+                        .to_owned()
+                }
+                Some(hold) => format!(
+                    " ignored: the hold now names run {}, not {run_id}; acknowledge that run",
+                    hold.run_id.as_deref().unwrap_or("?")
+                ),
+            }));
+        }
+        WriteOp::RecloneQueueDrain { .. }
+        | WriteOp::RecloneQueueRelease { .. }
+        | WriteOp::Reclone { .. } => {
+            lines.push(Line::from(format!(
+                " reclone queue: {}",
+                crate::summary::reclone_queue(group)
+            )));
+        }
+        WriteOp::BackupFromSite { name, .. } | WriteOp::CreateBackup { name, .. } => {
+            let phase =
+                seen_phase(state.data.backups.get(&(key.0.clone(), name.clone())).map(|backup| {
+                    backup
+                        .status
+                        .as_ref()
+                        .and_then(|status| status.phase.as_ref())
+                        .map(|phase| phase.as_str())
+                }));
+            lines.push(Line::from(format!(" MysqlBackup {name}: {phase}")));
+        }
+        WriteOp::CreateVerification { name, .. } => {
+            let phase = seen_phase(
+                state.data.verifications.get(&(key.0.clone(), name.clone())).map(|verification| {
+                    verification
+                        .status
+                        .as_ref()
+                        .and_then(|status| status.phase.as_ref())
+                        .map(|phase| phase.as_str())
+                }),
+            );
+            lines.push(Line::from(format!(" MysqlBackupVerification {name}: {phase}")));
+        }
+    }
+    lines
+}
+
+/// What the watch shows of a created object: its phase, "no phase yet" when it has none, or
+/// "not seen by the watch yet" when the watch has not seen it (`seen` is `None`).
+fn seen_phase(seen: Option<Option<&str>>) -> &str {
+    match seen {
+        Some(Some(phase)) => phase,
+        Some(None) => "no phase yet",
+        None => "not seen by the watch yet",
+    }
+}
+
+/// A small box centred in `screen`.
+fn centred(screen: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(screen.width);
+    let height = height.min(screen.height);
+    Rect {
+        x: screen.x + (screen.width - width) / 2,
+        y: screen.y + (screen.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+fn picker_lines(picker: &Picker) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    for (index, choice) in picker.choices.iter().enumerate() {
+        let text = format!(
+            "{} {} {}",
+            if index == picker.selected { "▶" } else { " " },
+            index + 1,
+            choice.op.summary()
+        );
+        lines.push(if index == picker.selected {
+            Line::from(Span::styled(text, Style::default().add_modifier(Modifier::REVERSED)))
+        } else {
+            Line::from(text)
+        });
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from("enter or 1-9: open its confirm dialog (nothing is sent yet) · esc"));
+    lines
+}
+
+/// Draws the open overlay (the write switch, the picker, the confirm dialog) over `screen`.
+pub fn render_overlay(state: &State, frame: &mut Frame<'_>, screen: Rect) {
+    let color = !state.ui.no_color;
+    match &state.guided.overlay {
+        None => {}
+        Some(Overlay::WriteSwitch) => {
+            let area = centred(screen, 70, 8);
+            frame.render_widget(Clear, area);
+            let text = vec![
+                Line::from(Span::styled(
+                    format!("Switch context {} to WRITE mode for this session?", state.context),
+                    Style::default().add_modifier(Modifier::BOLD),
+                )),
+                Line::from(""),
+                Line::from("Each operation still shows its preflight and exact request and asks"),
+                Line::from("for its own confirmation. W switches back to read-only."),
+                Line::from(""),
+                Line::from("y: write mode on · any other key: stay read-only"),
+            ];
+            let block = Block::default().borders(Borders::ALL).title(" write mode ");
+            frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: false }), area);
+        }
+        Some(Overlay::Picker(picker)) => {
+            let height = u16::try_from(picker.choices.len()).unwrap_or(20).saturating_add(4);
+            let area = centred(screen, screen.width.saturating_sub(8).min(100), height);
+            frame.render_widget(Clear, area);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" guided operations: {} ", picker.title));
+            frame.render_widget(
+                Paragraph::new(picker_lines(picker)).block(block).wrap(Wrap { trim: false }),
+                area,
+            );
+        }
+        Some(Overlay::Dialog(guided)) => {
+            let follow = match guided.sent_at {
+                Some(_) => follow_lines(state, &guided.dialog.prepared.op),
+                None => Vec::new(),
+            };
+            render_dialog_with(&guided.dialog, follow, screen, color, frame);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,10 @@ pub(super) fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
     let groups = state.visible_groups();
     // One verdict per group: the title counts every group, the rows show theirs.
     let (backups, verifications) = state.related();
-    let judge =
-        |group: &MysqlFailoverGroup| crate::verdict::of(group, &backups, &verifications, state.now);
+    let lease = state.data.operator.renewed();
+    let judge = |group: &MysqlFailoverGroup| {
+        crate::verdict::of_with_lease(group, &backups, &verifications, lease, state.now)
+    };
     // The title's counts from the severities `update` keeps; judged afresh when they do not
     // cover the groups (a state built without `update`).
     let counts = if state.data.worst.len() == state.data.groups.len()
@@ -41,7 +43,7 @@ pub(super) fn render_fleet(state: &State, frame: &mut Frame<'_>, area: Rect) {
         counts
     } else {
         crate::verdict::fleet_counts(
-            state.data.groups.values().map(judge).collect::<Vec<_>>().iter(),
+            state.data.groups.values().map(|group| judge(group)).collect::<Vec<_>>().iter(),
         )
     };
     let inner_width = area.width.saturating_sub(2);

@@ -1,6 +1,62 @@
 //! The overview view.
 
 use super::*;
+use crate::tui::state::OperatorLease;
+
+/// Whether the operator is alive, from its leader Lease: who leads and how long ago it renewed,
+/// `STALE` (red) when that is more than [`bloodraven_facts::verdict::LEASE_SILENT_AFTER`] ago
+/// (the verdict's `OperatorSilent` finding), or why the Lease is not known.
+pub(super) fn operator_liveness(state: &State) -> Line<'static> {
+    let lease = |namespace: &str, name: &str| format!("Lease {namespace}/{name}");
+    let (text, color) = match &state.data.operator {
+        OperatorLease::Unknown => ("reading the leader Lease…".to_owned(), Color::Reset),
+        OperatorLease::Absent { namespace, name } => (
+            format!(
+                "no leader {} (operator not installed, or run without leader election)",
+                lease(namespace, name)
+            ),
+            Color::Yellow,
+        ),
+        OperatorLease::Unreadable { namespace, name, error } => {
+            (format!("{} not readable: {error}", lease(namespace, name)), Color::Yellow)
+        }
+        OperatorLease::Seen { namespace, name, holder, renewed } => {
+            let holder = holder.as_deref().filter(|holder| !holder.is_empty());
+            match (holder, renewed) {
+                (None, _) => {
+                    (format!("no leader ({} has no holder)", lease(namespace, name)), Color::Yellow)
+                }
+                (Some(holder), None) => (
+                    format!("leader {holder}, renewal time unknown ({})", lease(namespace, name)),
+                    Color::Yellow,
+                ),
+                (Some(holder), Some(renewed)) => {
+                    let ago = summary::age(state.now, *renewed);
+                    if state.now.duration_since(*renewed)
+                        > bloodraven_facts::verdict::LEASE_SILENT_AFTER
+                    {
+                        (
+                            format!(
+                                "STALE: leader {holder} last renewed {ago} ago ({}); no operator acts",
+                                lease(namespace, name)
+                            ),
+                            Color::Red,
+                        )
+                    } else {
+                        (
+                            format!(
+                                "leader {holder}, renewed {ago} ago ({})",
+                                lease(namespace, name)
+                            ),
+                            Color::Green,
+                        )
+                    }
+                }
+            }
+        }
+    };
+    Line::from(vec![Span::styled("Operator: ", bold()), Span::styled(text, style(state, color))])
+}
 
 pub(super) fn render_overview(
     state: &State,
@@ -109,14 +165,16 @@ pub(super) fn render_overview(
         sites_area,
     );
 
-    let mut lines = Vec::new();
+    // The operator's liveness first, then the conditions; the events below.
+    let width = usize::from(conditions_area.width.saturating_sub(2));
+    let mut conditions = vec![operator_liveness(state)];
     for condition in &status.conditions {
         let color = match (condition.type_.as_str(), condition.is_true()) {
             ("Ready", true) | ("PITRArchiveReady", true) => Color::Green,
             ("Ready", false) | ("Degraded", true) | ("AutomaticFailoverHeld", true) => Color::Red,
             _ => Color::Reset,
         };
-        lines.push(Line::from(vec![
+        conditions.push(Line::from(vec![
             Span::styled(
                 format!("{}={}", condition.type_.as_str(), condition.status.as_str()),
                 style(state, color).add_modifier(Modifier::BOLD),
@@ -128,22 +186,51 @@ pub(super) fn render_overview(
             )),
         ]));
         if let Some(message) = &condition.message {
-            let width = usize::from(conditions_area.width.saturating_sub(2));
-            lines.extend(indented(message, 2, 2, width));
+            conditions.extend(indented(message, 2, 2, width));
         }
     }
-    if lines.is_empty() {
-        lines.push(Line::from("No conditions reported yet."));
+    if status.conditions.is_empty() {
+        conditions.push(Line::from("No conditions reported yet."));
     }
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(
-            state,
-            "Conditions".to_owned(),
-            SourceKind::Groups,
-        )),
-        conditions_area,
-    );
+    let events = event_lines(state, group, usize::from(events_area.width.saturating_sub(2)));
 
+    // Each box as tall as the space allows; when either does not fit, both become one box that
+    // scrolls (j/k, PgUp/PgDn), so nothing is cut on a short terminal.
+    let fits = |lines: &[Line<'static>], area: Rect| {
+        Paragraph::new(lines.to_vec())
+            .wrap(Wrap { trim: false })
+            .line_count(area.width.saturating_sub(2))
+            <= usize::from(area.height.saturating_sub(2))
+    };
+    if fits(&conditions, conditions_area) && fits(&events, events_area) {
+        frame.render_widget(
+            Paragraph::new(conditions).wrap(Wrap { trim: false }).block(titled(
+                state,
+                "Conditions".to_owned(),
+                SourceKind::Groups,
+            )),
+            conditions_area,
+        );
+        frame.render_widget(
+            Paragraph::new(events).wrap(Wrap { trim: false }).block(titled(
+                state,
+                "Events".to_owned(),
+                SourceKind::Events,
+            )),
+            events_area,
+        );
+        return;
+    }
+    let mut lines = conditions;
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("Events", bold())));
+    lines.extend(events);
+    let both = conditions_area.union(events_area);
+    render_lines(state, frame, both, "Conditions and events".to_owned(), SourceKind::Groups, lines);
+}
+
+/// The group's Events, newest first, continuation lines indented past the age column.
+fn event_lines(state: &State, group: &MysqlFailoverGroup, width: usize) -> Vec<Line<'static>> {
     let name = group.metadata.name.clone().unwrap_or_default();
     let namespace = group.metadata.namespace.clone().unwrap_or_default();
     let mut events: Vec<&k8s_openapi::api::core::v1::Event> = state
@@ -165,44 +252,33 @@ pub(super) fn render_overview(
             .or(event.event_time.as_ref().map(|time| time.0))
     };
     events.sort_by_key(|event| std::cmp::Reverse(when(event)));
-    let lines: Vec<Line<'static>> = if events.is_empty() {
-        vec![Line::from("No events for this group.")]
-    } else {
-        events
-            .iter()
-            .flat_map(|event| {
-                let warning = event.type_.as_deref() == Some("Warning");
-                let age = format!(
-                    "{:>6} ",
-                    when(event).map_or_else(|| NONE.to_owned(), |at| summary::age(state.now, at))
-                );
-                let reason = format!("{} ", event.reason.clone().unwrap_or_default());
-                let width = usize::from(events_area.width.saturating_sub(2));
-                let first = age.chars().count() + reason.chars().count();
-                // Continuation lines start under the reason, past the age column.
-                let mut rows =
-                    wrap_words(&event.message.clone().unwrap_or_default(), first, 7, width)
-                        .into_iter();
-                let mut lines = vec![Line::from(vec![
-                    Span::raw(age),
-                    Span::styled(
-                        reason,
-                        style(state, if warning { Color::Yellow } else { Color::Reset })
-                            .add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(rows.next().unwrap_or_default()),
-                ])];
-                lines.extend(rows.map(|row| Line::from(format!("{:7}{row}", ""))));
-                lines
-            })
-            .collect()
-    };
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(titled(
-            state,
-            "Events".to_owned(),
-            SourceKind::Events,
-        )),
-        events_area,
-    );
+    if events.is_empty() {
+        return vec![Line::from("No events for this group.")];
+    }
+    events
+        .iter()
+        .flat_map(|event| {
+            let warning = event.type_.as_deref() == Some("Warning");
+            let age = format!(
+                "{:>6} ",
+                when(event).map_or_else(|| NONE.to_owned(), |at| summary::age(state.now, at))
+            );
+            let reason = format!("{} ", event.reason.clone().unwrap_or_default());
+            let first = age.chars().count() + reason.chars().count();
+            // Continuation lines start under the reason, past the age column.
+            let mut rows =
+                wrap_words(&event.message.clone().unwrap_or_default(), first, 7, width).into_iter();
+            let mut lines = vec![Line::from(vec![
+                Span::raw(age),
+                Span::styled(
+                    reason,
+                    style(state, if warning { Color::Yellow } else { Color::Reset })
+                        .add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(rows.next().unwrap_or_default()),
+            ])];
+            lines.extend(rows.map(|row| Line::from(format!("{:7}{row}", ""))));
+            lines
+        })
+        .collect()
 }

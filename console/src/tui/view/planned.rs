@@ -201,10 +201,9 @@ fn liveness(state: &State, group: &MysqlFailoverGroup) -> Vec<Line<'static>> {
             }
         })
         .collect();
-    vec![
-        Line::from(format!("Operator liveness: sites last seen {}", seen.join(", "))),
-        Line::from(
-            "  operator leader Lease: not read by this console (kubectl get lease -n <operator namespace>)",
-        ),
-    ]
+    vec![Line::from(format!("Operator liveness: sites last seen {}", seen.join(", "))), {
+        let mut lease = super::overview::operator_liveness(state);
+        lease.spans.insert(0, Span::raw("  "));
+        lease
+    }]
 }

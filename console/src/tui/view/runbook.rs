@@ -176,8 +176,8 @@ fn walk_lines(
                         Span::raw(format!("{}({})", offer.action.name(), params.join(", "))),
                     ]));
                     lines.push(Line::from(
-                        "  the confirm dialog is not wired to the player yet: send it with the \
-                         guided operation, then enter: wait for the result",
+                        "  enter: open its confirm dialog (once it is sent, the step waits for \
+                         the result)",
                     ));
                 }
                 None => lines.push(Line::from(format!(

@@ -247,7 +247,7 @@ fn the_fleet_lists_an_unreadable_group_with_its_path_and_error() {
 fn an_unparsable_gtid_set_is_said_not_counted() {
     let mut state = scenario_state("hold-standing");
     let key = ("orders".to_owned(), "orders".to_owned());
-    let mut group = state.data.groups[&key].clone();
+    let mut group = (*state.data.groups[&key]).clone();
     let status = group.status.as_mut().unwrap();
     let site = status.sites.iter_mut().find(|site| site.name == "fra").unwrap();
     site.gtid_executed = Some("not-a-uuid:1-5".to_owned());
@@ -436,7 +436,7 @@ fn no_rendered_line_cuts_a_gtid_set_or_a_command() {
             let super::super::state::Screen::Group { key, .. } = state.screen().clone() else {
                 panic!("{scenario}: no group opened")
             };
-            let group = state.data.groups[&key].clone();
+            let group = (*state.data.groups[&key]).clone();
             let texts = long_texts(&state, &group);
             for (width, height) in [(80, 24), (120, 36), (200, 50)] {
                 let frame = draw(&state, width, height);
@@ -476,7 +476,7 @@ fn the_fleet_counts_follow_each_group_change() {
     let mut state = scenario_state("healthy");
     assert!(draw(&state, 120, 36).contains("1 critical · 0 warning"));
     let key = ("orders".to_owned(), "orders".to_owned());
-    let mut group = state.data.groups[&key].clone();
+    let mut group = (*state.data.groups[&key]).clone();
     for site in &mut group.status.as_mut().unwrap().sites {
         site.state = Some(bloodraven_crd::group::SiteState::ReadOnly);
     }
@@ -485,4 +485,93 @@ fn the_fleet_counts_follow_each_group_change() {
     update(&mut state, Action::Data(DataEvent::Groups(Change::Deleted(Box::new(group)))));
     let frame = draw(&state, 120, 36);
     assert!(frame.contains("(2 of 2) · 1 critical · 0 warning"), "{frame}");
+}
+
+/// The operator's leader Lease: a fresh one is named with its renewal age; one not renewed for
+/// more than a minute is STALE on the overview and the planned-failover panel, and the verdict
+/// of every group gets the critical `OperatorSilent` finding resting on its renewTime.
+#[test]
+fn a_stale_operator_lease_is_shown_and_judged() {
+    use super::super::state::OperatorLease;
+    use super::super::testing::lease_renewed_at;
+    use bloodraven_facts::verdict::{Kind, Severity};
+
+    let fresh = pressed("healthy", &[Intent::Open]);
+    let screen = draw(&fresh, 120, 36);
+    assert!(
+        screen.contains("Operator: leader bloodraven-operator-5d8f7c9b6d-x2x7q, renewed 5s ago"),
+        "{screen}"
+    );
+    let healthy_before = fresh.data.worst.clone();
+
+    let mut stale = fresh.clone();
+    let lease = lease_renewed_at("2026-04-20T14:33:00Z");
+    update(&mut stale, Action::Data(DataEvent::OperatorLease(lease)));
+    let screen = draw(&stale, 120, 36);
+    assert!(
+        screen.contains(
+            "Operator: STALE: leader bloodraven-operator-5d8f7c9b6d-x2x7q last renewed 7m ago"
+        ),
+        "{screen}"
+    );
+    // Every group is now critical, for this reason.
+    assert!(healthy_before.values().any(|worst| *worst != Some(Severity::Critical)));
+    assert!(stale.data.worst.values().all(|worst| *worst == Some(Severity::Critical)));
+    for group in stale.data.groups.values() {
+        let verdict = stale.verdict(group);
+        let finding = verdict.findings.iter().find(|finding| finding.kind == Kind::OperatorSilent);
+        let finding = finding.unwrap_or_else(|| panic!("no OperatorSilent: {verdict:?}"));
+        assert_eq!(finding.fact, "lease.spec.renewTime=2026-04-20T14:33:00Z");
+    }
+    insta::assert_snapshot!("healthy_overview_stale_lease_80x24", draw_styled(&stale, 80, 24));
+    let mut planned = stale.clone();
+    update(&mut planned, Action::Input(Intent::Tab(1)));
+    insta::assert_snapshot!("healthy_planned_stale_lease_120x36", draw(&planned, 120, 36));
+
+    // Not readable, or absent: said, and no finding (the verdict does not guess).
+    for (lease, text) in [
+        (
+            OperatorLease::Unreadable {
+                namespace: "bloodraven-system".to_owned(),
+                name: "bloodraven-operator".to_owned(),
+                error: "leases.coordination.k8s.io is forbidden".to_owned(),
+            },
+            "Operator: Lease bloodraven-system/bloodraven-operator not readable: leases.coordination.k8s.io is forbidden",
+        ),
+        (
+            OperatorLease::Absent {
+                namespace: "bloodraven-system".to_owned(),
+                name: "bloodraven-operator".to_owned(),
+            },
+            "Operator: no leader Lease bloodraven-system/bloodraven-operator",
+        ),
+    ] {
+        let mut state = stale.clone();
+        update(&mut state, Action::Data(DataEvent::OperatorLease(lease)));
+        let screen = draw(&state, 200, 50);
+        assert!(screen.contains(text), "{screen}");
+        assert_eq!(state.data.worst, healthy_before);
+    }
+}
+
+/// At 80x24 the overview's conditions and events do not fit their boxes: they become one box
+/// that scrolls (j/k), and its last line is reachable.
+#[test]
+fn the_overview_scrolls_at_80x24() {
+    let mut state = pressed("planned-failover-waiting", &[Intent::Open]);
+    let top = draw(&state, 80, 24);
+    assert!(top.contains("Conditions and events"), "{top}");
+    let lines = regex::Regex::new(r"lines (\d+)-(\d+) of (\d+)").unwrap();
+    let total: u16 = lines
+        .captures(&top)
+        .and_then(|captures| captures[3].parse().ok())
+        .unwrap_or_else(|| panic!("no line count in the title:\n{top}"));
+    for _ in 0..total {
+        update(&mut state, Action::Input(Intent::Down));
+    }
+    let bottom = draw(&state, 80, 24);
+    assert!(bottom.contains(&format!("of {total} (j/k)")), "{bottom}");
+    assert!(bottom.contains(&format!("-{total} of {total}")), "the end is reachable:\n{bottom}");
+    assert_ne!(top, bottom);
+    insta::assert_snapshot!("planned_failover_waiting_overview_scrolled_80x24", bottom);
 }

@@ -219,6 +219,7 @@ const GROUP: &[&str] = &["namespace", "group"];
 const KIND: &[&str] = &["namespace", "group", "kind"];
 const SITE: &[&str] = &["namespace", "group", "site"];
 const TARGET_SITE: &[&str] = &["namespace", "group", "target_site"];
+const QUEUED_SITE: &[&str] = &["namespace", "group", "site", "phase"];
 
 /// Every metric of the operator's `/metrics`.
 pub static METRICS: &[MetricEntry] = &[
@@ -291,6 +292,13 @@ pub static METRICS: &[MetricEntry] = &[
         GROUP,
         Extension,
         "1 while the group's spec is refused (Ready=False, reason InvalidSpec).",
+    ),
+    metric(
+        "bloodraven_restore_reclone_pending",
+        MetricType::Gauge,
+        QUEUED_SITE,
+        Extension,
+        "1 while the site is queued for its post-restore reclone (status.restoreReclones), by the queue's phase (Armed, Draining, Held); exclude queued sites from replication alerts with it.",
     ),
 ];
 

@@ -195,6 +195,7 @@ pub(super) async fn play(
         | Step::Cut(_)
         | Step::Refuse(_)
         | Step::Delay(_)
+        | Step::DelayApplier(_)
         | Step::Heal(_)
         | Step::Reset(_)
         | Step::Sleep(_)

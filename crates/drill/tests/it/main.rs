@@ -6,6 +6,10 @@
 //!   `source scripts/provision.sh`); each is its own test so nextest runs them concurrently.
 //! - `operator`: every operator drill (`drills/operator-*.yaml`) in the live lab with the
 //!   operator in-process (real MySQL 9.7 too).
+//! - `sidecar`, `sidecar_fence`: the sidecar beside every mysqld with the operator in-process
+//!   (archive, takeover after failovers, self-fencing drills with the fault proxy).
+//! - `runbook_doctor`: the console's `doctor` at the end of operator drills (a runner hook).
+//! - `runbook_live`: runbooks walked with their actions on the live lab with the operator.
 //! - `planned`: the planned-failover drills (`drills/planned-*.yaml`), the operator in-process
 //!   with scaled planned-failover timings.
 
@@ -14,6 +18,9 @@
 mod drills;
 mod operator;
 mod planned;
+mod runbook_doctor;
+mod runbook_live;
 mod schema;
 mod sidecar;
+mod sidecar_fence;
 mod validate;

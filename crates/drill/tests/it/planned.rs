@@ -104,3 +104,19 @@ async fn planned_failover_refused_for_admission_timeout_target_unhealthy_and_div
 async fn planned_failover_survives_an_operator_restart_in_admitting() {
     play("planned-failover-operator-restart.yaml").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_rolls_back_for_lag_timeout_and_leaves_the_source_fenced_for_a_lost_target()
+ {
+    play("planned-failover-rollback.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_leaves_the_source_fenced_when_a_foreign_site_turns_writable() {
+    play("planned-failover-foreign-writer.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_survives_a_leader_change_in_waiting_for_lag() {
+    play("planned-failover-leader-change.yaml").await;
+}

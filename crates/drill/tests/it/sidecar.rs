@@ -1,8 +1,9 @@
 //! The sidecar in the live lab (issue 18): the lab kubelet runs `bloodraven-sidecar` beside
 //! each real mysqld with the environment the operator rendered (PITR on a PVC profile), the
 //! operator runs in-process with its HTTP server (`/active-site`, `/pitr-cutoff`) and the
-//! archive roll-up. Needs MySQL 9.7 (`source scripts/provision.sh`) and the sidecar binary
-//! (`cargo build -p bloodraven-sidecar`).
+//! archive roll-up; a planned failover then an emergency one, after each of which the new
+//! primary's sidecar records its promotion and uploads. Needs MySQL 9.7 (`source
+//! scripts/provision.sh`) and the sidecar binary (`cargo build -p bloodraven-sidecar`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::http::{HttpState, serve};
 use bloodraven_operator::lease::{self, LeaseConfig};
 use bloodraven_operator::manager::Tuning;
+use bloodraven_operator::planned::Timings;
 use bloodraven_sites::accounts::{self, OPERATOR};
 use bloodraven_sites::proxy::Fault;
 use bloodraven_store::{ArchiveRoot, FsStore, open_archive};
@@ -28,7 +30,7 @@ use mysql_async::prelude::Queryable as _;
 
 /// The operator's `main` in-process, with its HTTP server on the address the lab chose (the
 /// sidecars' `->operator` links point there).
-struct InProcessWithHttp;
+pub(crate) struct InProcessWithHttp;
 
 struct Task(tokio::task::JoinHandle<()>);
 
@@ -51,7 +53,7 @@ impl OperatorLauncher for InProcessWithHttp {
             let context = Arc::new(Context::new(
                 env.client.clone(),
                 Arc::new(env.resolver.clone()),
-                Tuning::default(),
+                Tuning { planned: Timings::scaled(10), ..Tuning::default() },
                 &env.name,
             ));
             let http = HttpState {
@@ -101,6 +103,8 @@ fn group() -> MysqlFailoverGroup {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("drills/manifests/operator-three-sites.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut group: MysqlFailoverGroup = serde_norway::from_str(&text).unwrap();
+    // A planned failover, then an emergency one within the manifest's 5-minute cooldown.
+    group.spec.failover_cooldown = Some(bloodraven_crd::Duration::new("1s"));
     let backup = group.spec.backup.get_or_insert_with(Default::default);
     backup.profiles.push(BackupProfile {
         name: "local".to_owned(),
@@ -147,7 +151,11 @@ async fn statuses(live: &LiveLab) -> String {
     out
 }
 
-async fn wait_for<T>(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn wait_for<T>(
+    what: &str,
+    limit: Duration,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let started = Instant::now();
     loop {
         if let Some(value) = check().await {
@@ -159,6 +167,89 @@ async fn wait_for<T>(what: &str, limit: Duration, mut check: impl AsyncFnMut() -
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Sets the planned-failover request annotation on the group.
+async fn annotate_planned_failover(live: &LiveLab, target: &str) {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use kube::core::{ApiResource, GroupVersionKind};
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "shipstream.io",
+        "v1alpha1",
+        "MysqlFailoverGroup",
+    ));
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(live.client().clone(), live.namespace(), &resource);
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        "bloodraven.shipstream.io/planned-failover": target}}});
+    api.patch(live.group_name(), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+}
+
+/// The promotion records of `site`'s manifest (0 when it has none yet).
+async fn promotions(store: &FsStore, root: &ArchiveRoot, site: &str) -> usize {
+    open_archive(store, root, ReaderOptions::new(ReaderKey::None))
+        .await
+        .ok()
+        .and_then(|open| open.manifests.get(site).map(|m| m.promotions.len()))
+        .unwrap_or(0)
+}
+
+/// Acknowledged writes (keys from `first`) through the `-primary` Service once it accepts
+/// them, then `FLUSH BINARY LOGS`: the new writes' GTIDs and the moment of the flush.
+async fn write_and_flush(live: &LiveLab, first: i32) -> (GtidSet, Instant) {
+    let primary = live.primary_addr().unwrap();
+    let pool = mysql_async::Pool::new(accounts::opts(&OPERATOR, primary, None));
+    let mut conn = wait_for("a writable new primary", Duration::from_secs(60), async || {
+        let mut conn = pool.get_conn().await.ok()?;
+        conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (first,)).await.ok()?;
+        Some(conn)
+    })
+    .await;
+    let before: String = conn.query_first("SELECT @@global.gtid_executed").await.unwrap().unwrap();
+    let before: GtidSet = before.replace('\n', "").parse().unwrap();
+    for id in first + 1..first + 20 {
+        conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (id,)).await.unwrap();
+    }
+    let after: String = conn.query_first("SELECT @@global.gtid_executed").await.unwrap().unwrap();
+    let after: GtidSet = after.replace('\n', "").parse().unwrap();
+    conn.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    let flushed = Instant::now();
+    drop(conn);
+    pool.disconnect().await.unwrap();
+    let written = after.difference(&before);
+    assert!(!written.is_empty(), "the new primary acknowledged writes");
+    (written, flushed)
+}
+
+/// Waits until `site`'s manifest covers `written` and holds at least `promotions` promotion
+/// records; returns how many it holds.
+async fn wait_archived(
+    live: &LiveLab,
+    store: &FsStore,
+    root: &ArchiveRoot,
+    site: &str,
+    written: &GtidSet,
+    promotions: usize,
+) -> usize {
+    wait_for(
+        &format!("{site}'s uploads and promotion record #{promotions}"),
+        Duration::from_secs(60),
+        async || {
+            let diagnosis = statuses(live).await;
+            if let Ok(mut held) = DIAGNOSE.lock() {
+                *held = diagnosis;
+            }
+            let open = open_archive(store, root, ReaderOptions::new(ReaderKey::None)).await.ok()?;
+            let manifest = open.manifests.get(site)?;
+            let mut all = GtidSet::new();
+            for row in &manifest.files {
+                all.union_with(row.effective_gtids());
+            }
+            let done = written.is_subset(&all) && manifest.promotions.len() >= promotions;
+            done.then_some(manifest.promotions.len())
+        },
+    )
+    .await
 }
 
 #[expect(
@@ -242,74 +333,49 @@ async fn the_primarys_sidecar_archives_every_acknowledged_write_and_the_operator
         )
         .await;
 
-        // Emergency failover: the primary is cut from the operator and SIGKILLed; the promoted
-        // site's sidecar records its promotion and uploads what it seals from then on.
-        live.drill_link(&format!("operator:{active}")).unwrap().set(Fault::Refuse).unwrap();
-        let pid = live.pid(&active).unwrap();
+        // Planned failover to the other candidate: its sidecar records the promotion and
+        // uploads what it seals from then on.
+        let candidate = ["iad", "pdx"].into_iter().find(|s| *s != active).unwrap().to_owned();
+        annotate_planned_failover(&live, &candidate).await;
+        wait_for("the planned failover's success", Duration::from_secs(120), async || {
+            let group = live.group_object()?;
+            let done = group["status"]["plannedFailover"]["result"]["outcome"] == "Succeeded"
+                && group["status"]["activeSite"] == candidate.as_str();
+            done.then_some(())
+        })
+        .await;
+        let promotions_before = promotions(&store, &root, &candidate).await;
+        let (written, flushed) = write_and_flush(&live, 1000).await;
+        let taken_over =
+            wait_archived(&live, &store, &root, &candidate, &written, promotions_before + 1).await;
+        println!(
+            "planned failover to {candidate}: its sealed file and promotion record archived {:.2} s after FLUSH BINARY LOGS ({taken_over} promotion records)",
+            flushed.elapsed().as_secs_f64()
+        );
+
+        // Emergency failover: the new primary is cut from the operator and SIGKILLed; the
+        // promoted site's sidecar records its (second) promotion and uploads again.
+        live.drill_link(&format!("operator:{candidate}")).unwrap().set(Fault::Refuse).unwrap();
+        let pid = live.pid(&candidate).unwrap();
         let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
         assert!(killed.unwrap().success(), "kill -KILL {pid}");
         let promoted = wait_for("a new active site", Duration::from_secs(90), async || {
             let group = live.group_object()?;
             let site = group["status"]["activeSite"].as_str()?;
-            (site != active).then(|| site.to_owned())
+            (site != candidate).then(|| site.to_owned())
         })
         .await;
-        let primary = live.primary_addr().unwrap();
-        let pool = mysql_async::Pool::new(accounts::opts(&OPERATOR, primary, None));
-        let mut conn = wait_for("a writable new primary", Duration::from_secs(60), async || {
-            let mut conn = pool.get_conn().await.ok()?;
-            conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (1000,)).await.ok()?;
-            Some(conn)
-        })
-        .await;
-        for id in 1001..1020 {
-            conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (id,)).await.unwrap();
-        }
-        let after: String =
-            conn.query_first("SELECT @@global.gtid_executed").await.unwrap().unwrap();
-        let after: GtidSet = after.replace('\n', "").parse().unwrap();
-        conn.query_drop("FLUSH BINARY LOGS").await.unwrap();
-        let flushed = Instant::now();
-        drop(conn);
-        pool.disconnect().await.unwrap();
-        let new_writes = after.difference(&acknowledged);
-        assert!(!new_writes.is_empty(), "the new primary acknowledged writes");
-        wait_for(
-            "the new primary's uploads and promotion record",
-            Duration::from_secs(60),
-            async || {
-                let diagnosis = statuses(&live).await;
-                if let Ok(mut held) = DIAGNOSE.lock() {
-                    *held = diagnosis;
-                }
-                let open =
-                    open_archive(&store, &root, ReaderOptions::new(ReaderKey::None)).await.ok()?;
-                let manifest = open.manifests.get(&promoted)?;
-                let mut all = GtidSet::new();
-                for row in &manifest.files {
-                    all.union_with(row.effective_gtids());
-                }
-                let done = new_writes.is_subset(&all) && !manifest.promotions.is_empty();
-                if !done {
-                    let pitr = live.group_object().map(|g| g["status"]["pitr"]["sites"].clone());
-                    tracing::info!(
-                        ?pitr,
-                        files = manifest.files.len(),
-                        promotions = manifest.promotions.len(),
-                        "waiting for the new primary's archive"
-                    );
-                }
-                done.then_some(())
-            },
-        )
-        .await;
+        let promotions_before = promotions(&store, &root, &promoted).await;
+        let (written, flushed) = write_and_flush(&live, 2000).await;
+        let taken_over =
+            wait_archived(&live, &store, &root, &promoted, &written, promotions_before + 1).await;
         println!(
-            "new primary {promoted}: its sealed file and promotion record archived {:.2} s after FLUSH BINARY LOGS",
+            "emergency failover to {promoted}: its sealed file and promotion record archived {:.2} s after FLUSH BINARY LOGS ({taken_over} promotion records)",
             flushed.elapsed().as_secs_f64()
         );
     };
-    tokio::time::timeout(Duration::from_secs(420), run)
+    tokio::time::timeout(Duration::from_secs(600), run)
         .await
-        .unwrap_or_else(|_| panic!("the live sidecar test did not finish within 420 s"));
+        .unwrap_or_else(|_| panic!("the live sidecar test did not finish within 600 s"));
     live.stop().await;
 }

@@ -103,6 +103,34 @@ pub(crate) fn t(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_793_871_000 + seconds).unwrap()
 }
 
+/// Appends to `history` the next read row of `site` holding `txns` after previous GTIDs `prev`;
+/// returns its index.
+pub(crate) fn push_read_row(
+    history: &mut History,
+    site: &str,
+    prev: &GtidSet,
+    txns: Vec<Txn>,
+) -> usize {
+    let n = history.files.iter().filter(|f| f.site == site).count() + 1;
+    let mut hint = GtidSet::new();
+    for txn in &txns {
+        hint.insert(&txn.gtid.unwrap()).unwrap();
+    }
+    history.files.push(File {
+        site: site.into(),
+        name: format!("mysql-bin.{n:06}"),
+        key: format!("{site}/mysql-bin.{n:06}"),
+        size: 100 * txns.len() as u64,
+        prev: prev.clone(),
+        hint,
+        last_event: txns.last().and_then(|t| t.commit),
+        quarantined: false,
+        divergent: false,
+        bytes: RowBytes::Read(txns),
+    });
+    history.files.len() - 1
+}
+
 /// A hand-built history.
 #[derive(Default)]
 pub(crate) struct Lab {
@@ -118,25 +146,8 @@ impl Lab {
 
     /// Adds a read row of `site` with previous GTIDs `prev` and `(uuid, gno, second)` txns.
     pub(crate) fn file(&mut self, site: &str, prev: &GtidSet, txns: &[(Uuid, u64, i64)]) -> usize {
-        let n = self.history.files.iter().filter(|f| f.site == site).count() + 1;
         let txns: Vec<Txn> = txns.iter().map(|&(u, g, s)| txn_at(Gtid::new(u, g), t(s))).collect();
-        let mut hint = GtidSet::new();
-        for txn in &txns {
-            hint.insert(&txn.gtid.unwrap()).unwrap();
-        }
-        self.history.files.push(File {
-            site: site.into(),
-            name: format!("mysql-bin.{n:06}"),
-            key: format!("{site}/mysql-bin.{n:06}"),
-            size: 100 * txns.len() as u64,
-            prev: prev.clone(),
-            hint,
-            last_event: txns.last().and_then(|t| t.commit),
-            quarantined: false,
-            divergent: false,
-            bytes: RowBytes::Read(txns),
-        });
-        self.history.files.len() - 1
+        push_read_row(&mut self.history, site, prev, txns)
     }
 
     pub(crate) fn promotion(&mut self, site: &str, server: Uuid, executed: &GtidSet, second: i64) {

@@ -10,3 +10,4 @@ mod index;
 mod order;
 mod property;
 mod tokens;
+mod window;

@@ -10,3 +10,5 @@
 )]
 
 mod real_mysql;
+#[path = "../support/mod.rs"]
+mod support;

@@ -5,7 +5,7 @@
 //!
 //! Needs `source scripts/provision.sh` (BLOODRAVEN_MYSQL*); fails loudly naming it otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
@@ -14,39 +14,16 @@ use bloodraven_gtid::GtidSet;
 use bloodraven_pitr::{BackupMeta, Input, Limits, Outcome, Request, plan};
 use bloodraven_replay::download::{Opened, download};
 use bloodraven_replay::lines::{VerdictSource, result_line, verdict_line};
-use bloodraven_replay::local::{LocalArchive, SealedFile};
+use bloodraven_replay::local::LocalArchive;
 use bloodraven_replay::replay::{Tools, replay};
-use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
-use bloodraven_sites::template::ensure_template_async;
+use bloodraven_sites::mysqld::Instance;
 use bloodraven_store::{ArchiveRoot, FsStore};
 use jiff::{SignedDuration, Timestamp};
 use mysql_async::prelude::Queryable as _;
 
-const READY: Duration = Duration::from_secs(120);
+use crate::support::{archive_sealed, connection, sealed, started, tool};
+
 const UID: &str = "6a1e0c1e-0000-4000-8000-00000000a001";
-
-fn tool(var: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{var} is not set: run `source scripts/provision.sh` first"))
-}
-
-async fn started(name: &str, server_id: u32) -> Instance {
-    let dist = MysqlDist::from_env().unwrap_or_else(|e| panic!("{e}"));
-    let template = ensure_template_async(&dist).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut site =
-        Instance::create(&dist, &template, InstanceSpec::new(name, server_id)).await.unwrap();
-    site.start_and_wait(READY).await.unwrap_or_else(|e| panic!("{e}"));
-    site
-}
-
-fn connection(site: &Instance) -> Vec<String> {
-    vec![
-        "--no-defaults".to_owned(),
-        format!("--socket={}", site.socket_path().display()),
-        "--user=root".to_owned(),
-    ]
-}
 
 /// Inserts rows `from..=to` one transaction each, `pause` apart.
 async fn insert(site: &Instance, from: u32, to: u32, pause: Duration) {
@@ -142,32 +119,8 @@ async fn a_covered_target_replays_and_gtid_executed_equals_the_certified_set() {
     source.flush_binary_logs().await.unwrap();
 
     // Archive every sealed binlog (all but the active one).
-    let mut names = source.binary_logs().await.unwrap();
-    names.pop();
-    let files: Vec<SealedFile> = names
-        .iter()
-        .map(|name| SealedFile {
-            name: name.clone(),
-            bytes: std::fs::read(source.data_dir().join(name)).unwrap(),
-        })
-        .collect();
-    let destination = Destination::Pvc {
-        namespace: "prod".into(),
-        claim: "orders-pitr".into(),
-        sub_path: "pitr".into(),
-    }
-    .normalize()
-    .unwrap();
-    let group = SourceRef { namespace: "prod".into(), name: "orders".into(), uid: UID.into() };
-    let now = Timestamp::now();
-    let mut archive = LocalArchive::new(group, &destination, now, "iad");
-    archive.add("iad", &files, now).unwrap();
-    let objects = archive.into_objects().unwrap();
-    let store_dir = work.path().join("store");
-    std::fs::create_dir_all(&store_dir).unwrap();
-    let store = FsStore::new(&store_dir).unwrap();
-    let root = ArchiveRoot::under_profile("pitr").unwrap();
-    bloodraven_store::archive::write_objects(&store, &root, &objects).await.unwrap();
+    let (store, root) =
+        archive_sealed(&source, UID, "orders-pitr", &work.path().join("store")).await;
 
     // pitr-download and the plan.
     let staging = work.path().join("staging");
@@ -239,16 +192,6 @@ async fn caught_up(replica: &Instance, set: &GtidSet) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-fn sealed(site: &Instance, names: &[String]) -> Vec<SealedFile> {
-    names
-        .iter()
-        .map(|name| SealedFile {
-            name: name.clone(),
-            bytes: std::fs::read(site.data_dir().join(name)).unwrap(),
-        })
-        .collect()
 }
 
 /// The spec's lossy failover on real servers: a replicates to b; the backup is taken on a; b is

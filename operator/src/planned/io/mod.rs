@@ -14,9 +14,11 @@
 //! | `observe.rs` | the observation, the record, the claim slot's hydration |
 //! | `write.rs` | the status write and the annotation patches |
 //! | `effects.rs` | Fence, KillAppConnections, Promote, RefenceTarget, Unfence on MySQL |
+//! | `samples.rs` | the decision's metric samples into the operator's registry |
 
 mod effects;
 mod observe;
+mod samples;
 mod write;
 
 pub use write::PLANNED_FIELD_MANAGER;
@@ -24,6 +26,7 @@ pub use write::PLANNED_FIELD_MANAGER;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use bloodraven_crashpoint::Step as CrashStep;
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::annotations::{CompactTime, PLANNED_FAILOVER_CONFIRMED, RunSince};
 use bloodraven_crd::catalog::planned_failover_run::{EventType as CatalogEventType, LogLevel};
@@ -262,6 +265,7 @@ async fn commit(
         }
     }
     events(input.shared, &latest, decision).await;
+    samples::record(&input.shared.metrics, key, &decision.metrics);
     if !decision.annotations.is_empty() {
         match write::annotations(groups, &latest, &decision.annotations, true).await {
             Ok(group) => latest = group,
@@ -271,11 +275,39 @@ async fn commit(
             ),
         }
     }
+    let scope = format!("{}/{}", key.namespace, key.name);
     for effect in &decision.effects {
+        if let Some(step) = crash_before(effect) {
+            bloodraven_crashpoint::hit_in(&scope, step);
+        }
         let reports = run_effect(input, &latest, effect, now).await;
         state.reports.extend(reports);
+        if let Some(step) = crash_after(effect) {
+            bloodraven_crashpoint::hit_in(&scope, step);
+        }
     }
     (latest, decision.write.is_some())
+}
+
+/// The crash point just before `effect` runs: its announcing record is durable (named
+/// planned-failover crash points, `bloodraven-crashpoint`).
+fn crash_before(effect: &Effect) -> Option<CrashStep> {
+    match effect {
+        Effect::Fence { .. } => Some(CrashStep::OperatorPlannedAfterFenceRecord),
+        Effect::Promote { .. } => Some(CrashStep::OperatorPlannedAfterPromotionRecord),
+        Effect::Publish { .. } => Some(CrashStep::OperatorPlannedBeforePublish),
+        _ => None,
+    }
+}
+
+/// The crash point just after `effect` ran, before the next record.
+fn crash_after(effect: &Effect) -> Option<CrashStep> {
+    match effect {
+        Effect::Fence { .. } => Some(CrashStep::OperatorPlannedAfterFence),
+        Effect::Promote { .. } => Some(CrashStep::OperatorPlannedAfterPromote),
+        Effect::Publish { .. } => Some(CrashStep::OperatorPlannedAfterPublish),
+        _ => None,
+    }
 }
 
 /// Runs one effect; returns its reports.
@@ -413,6 +445,7 @@ async fn publish(
         blocked: &[],
         last_failover: Some(last),
         previous: &status.conditions,
+        previous_sites: &status.sites,
         generation: latest.metadata.generation,
         now,
     });

@@ -83,7 +83,8 @@ fn progress_survives_leaving_and_reentering() {
     assert!(text.contains("[FAIL]"), "split brain: two writable sites\n{text}");
 }
 
-/// A step's action marked sent waits on `expect` with a countdown that follows the clock.
+/// A step's action opens its confirm dialog; once the dialog sent it, the step waits on
+/// `expect` with a countdown that follows the clock.
 #[test]
 fn an_action_waits_on_expect_with_a_countdown() {
     let mut state = on_runbooks("reclone-held");
@@ -92,6 +93,17 @@ fn an_action_waits_on_expect_with_a_countdown() {
     let text = panel(&state);
     assert!(text.contains("action: recloneQueueKeepPrimary(runId="), "{text}");
     press(&mut state, &[Intent::Open]);
+    let serial = state.guided.dialog().expect("the step's confirm dialog opened").serial;
+    // Not sent yet: no wait.
+    assert!(!panel(&state).contains("waiting"), "{}", panel(&state));
+    let sent = crate::ops::send::Sent {
+        operation_id: "reclone-queue-drain-1".to_owned(),
+        status: 200,
+        resource_version: Some("7".to_owned()),
+        event: false,
+    };
+    let outcome = super::super::super::action::SendOutcome::Sent(sent);
+    update(&mut state, Action::Sent { serial, outcome });
     assert!(panel(&state).contains("waiting (1h left)"), "{}", panel(&state));
     update(&mut state, Action::Tick(now() + jiff::SignedDuration::from_secs(600)));
     assert!(panel(&state).contains("waiting (50m left)"), "{}", panel(&state));
