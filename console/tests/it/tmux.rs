@@ -38,17 +38,23 @@ impl Server {
             .into_owned()
     }
 
+    /// The screen once it shows every needle and has settled: two captures 200 ms apart are
+    /// identical, so a capture taken halfway through a redraw (the new panel's first lines over
+    /// the old panel's last ones) is never returned.
     pub(crate) fn wait_for(&self, needles: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut previous: Option<String> = None;
         loop {
             let screen = self.capture();
-            if needles.iter().all(|needle| screen.contains(needle)) {
+            let shows = needles.iter().all(|needle| screen.contains(needle));
+            if shows && previous.as_deref() == Some(screen.as_str()) {
                 return screen;
             }
             assert!(
                 Instant::now() < deadline,
-                "the pane never showed {needles:?}; it shows:\n{screen}"
+                "the pane never showed {needles:?} on a settled screen; it shows:\n{screen}"
             );
+            previous = shows.then_some(screen);
             std::thread::sleep(Duration::from_millis(200));
         }
     }

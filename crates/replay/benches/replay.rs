@@ -2,7 +2,8 @@
 //! session fed by `mysqlbinlog --include-gtids=<segment>` per segment, with the R2/R6 proofs)
 //! against `mysqlbinlog <files> | mysql` alone, over the same archived binlogs, in the same
 //! run, process against process. Each side replays into its own fresh server loaded from the
-//! same dump. Real MySQL 9.7 (`source scripts/provision.sh`).
+//! same dump, in the order ours, pipe, pipe, ours (each figure is the mean of its two runs).
+//! Real MySQL 9.7 (`source scripts/provision.sh`).
 //!
 //! Scale: `BLOODRAVEN_BENCH_REPLAY_TXNS` transactions (default 20000), one row insert each,
 //! in 4 binlog files. Prints `BENCH` lines (scripts/bench.sh).
@@ -113,25 +114,6 @@ async fn main() {
     .unwrap_or_else(|refusal| panic!("refused: {refusal}"));
     assert_eq!(planned.certified, expected, "latest certifies everything");
 
-    // Ours.
-    let ours_site = started("replay-bench-ours", 2).await;
-    run(&mysql, &connection(&ours_site), Some(&dump), None).await;
-    let tools = Tools {
-        mysql: mysql.clone(),
-        mysqlbinlog: mysqlbinlog.clone(),
-        connection: connection(&ours_site),
-    };
-    let started_at = Instant::now();
-    let replayed = replay(&planned, &downloaded.staged, &tools, &bloodraven_gtid::GtidSet::new())
-        .await
-        .unwrap();
-    let ours = started_at.elapsed().as_secs_f64();
-    assert_eq!(replayed.executed, expected);
-    drop(ours_site);
-
-    // mysqlbinlog | mysql alone, the same staged files in the same order.
-    let pipe_site = started("replay-bench-pipe", 3).await;
-    run(&mysql, &connection(&pipe_site), Some(&dump), None).await;
     let mut paths: Vec<&PathBuf> = Vec::new();
     for segment in &planned.segments {
         let path = &downloaded.staged[&segment.key];
@@ -140,33 +122,65 @@ async fn main() {
         }
     }
     let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
-    let script = format!(
-        "{} {} | {} {} --binary-mode",
-        quote(&mysqlbinlog.display().to_string()),
-        paths.iter().map(|p| quote(&p.display().to_string())).collect::<Vec<_>>().join(" "),
-        quote(&mysql.display().to_string()),
-        connection(&pipe_site).iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
-    );
-    let started_at = Instant::now();
-    let status = tokio::process::Command::new("sh").args(["-c", &script]).status().await.unwrap();
-    let pipe = started_at.elapsed().as_secs_f64();
-    assert!(status.success(), "{script}");
-    let pipe_tools =
-        Tools { mysql: mysql.clone(), mysqlbinlog, connection: connection(&pipe_site) };
-    assert_eq!(gtid_executed(&pipe_tools).await.unwrap(), expected);
-    drop(pipe_site);
+
+    // Ours, pipe, pipe, ours: each into its own fresh server loaded from the same dump, so
+    // neither side always runs first (cold page cache) or last (a busier machine).
+    let mut ours_runs = Vec::new();
+    let mut pipe_runs = Vec::new();
+    for (round, is_ours) in [true, false, false, true].into_iter().enumerate() {
+        let id = u32::try_from(round).unwrap() + 2;
+        let site =
+            started(if is_ours { "replay-bench-ours" } else { "replay-bench-pipe" }, id).await;
+        run(&mysql, &connection(&site), Some(&dump), None).await;
+        let tools = Tools {
+            mysql: mysql.clone(),
+            mysqlbinlog: mysqlbinlog.clone(),
+            connection: connection(&site),
+        };
+        if is_ours {
+            let started_at = Instant::now();
+            let replayed =
+                replay(&planned, &downloaded.staged, &tools, &bloodraven_gtid::GtidSet::new())
+                    .await
+                    .unwrap();
+            ours_runs.push(started_at.elapsed().as_secs_f64());
+            assert_eq!(replayed.executed, expected);
+        } else {
+            // mysqlbinlog | mysql alone, the same staged files in the same order.
+            let script = format!(
+                "{} {} | {} {} --binary-mode",
+                quote(&mysqlbinlog.display().to_string()),
+                paths.iter().map(|p| quote(&p.display().to_string())).collect::<Vec<_>>().join(" "),
+                quote(&mysql.display().to_string()),
+                connection(&site).iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+            );
+            let started_at = Instant::now();
+            let status =
+                tokio::process::Command::new("sh").args(["-c", &script]).status().await.unwrap();
+            pipe_runs.push(started_at.elapsed().as_secs_f64());
+            assert!(status.success(), "{script}");
+            assert_eq!(gtid_executed(&tools).await.unwrap(), expected);
+        }
+        drop(site);
+    }
+    let ours = ours_runs.iter().sum::<f64>() / 2.0;
+    let pipe = pipe_runs.iter().sum::<f64>() / 2.0;
 
     let files = paths.len();
     println!(
-        "BENCH pitr/replay_{n}_txns/ours {ours:.2} s files={files} txns_per_s={:.0}",
-        f64::from(n) / ours
+        "BENCH pitr/replay_{n}_txns/ours {ours:.2} s files={files} txns_per_s={:.0} runs={:.2}s+{:.2}s",
+        f64::from(n) / ours,
+        ours_runs[0],
+        ours_runs[1]
     );
     println!(
-        "BENCH pitr/replay_{n}_txns/mysqlbinlog_pipe {pipe:.2} s files={files} txns_per_s={:.0}",
-        f64::from(n) / pipe
+        "BENCH pitr/replay_{n}_txns/mysqlbinlog_pipe {pipe:.2} s files={files} txns_per_s={:.0} runs={:.2}s+{:.2}s",
+        f64::from(n) / pipe,
+        pipe_runs[0],
+        pipe_runs[1]
     );
     println!(
-        "BENCH pitr/replay_{n}_txns/ratio {:.2} x goal=≤_1.2_x ours={ours:.2}s pipe={pipe:.2}s",
+        "BENCH pitr/replay_{n}_txns/ratio {:.2} x ours={ours:.2}s pipe={pipe:.2}s order=ours,pipe,pipe,ours",
         ours / pipe
     );
 }

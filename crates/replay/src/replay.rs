@@ -106,10 +106,15 @@ pub async fn replay(
             .ok_or_else(|| ReplayError::NotStaged { segment: k + 1, key: segment.key.clone() })?;
         files.push(path.clone());
     }
+    // One OS pipe is the session's stdin; each segment's mysqlbinlog writes into it in turn,
+    // so the stream never passes through this process (no copy, no scheduling hop).
+    let (session, feed) = std::io::pipe().map_err(|error| {
+        ReplayError::Failed(format!("cannot make the pipe into mysql: {error}"))
+    })?;
     let mut mysql = Command::new(&tools.mysql)
         .args(&tools.connection)
         .arg("--binary-mode")
-        .stdin(Stdio::piped())
+        .stdin(session)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -117,17 +122,17 @@ pub async fn replay(
         .map_err(|error| {
             ReplayError::Failed(format!("cannot run {}: {error}", tools.mysql.display()))
         })?;
-    let Some(mut session) = mysql.stdin.take() else {
-        return Err(ReplayError::Failed("mysql has no stdin".to_owned()));
-    };
     let mut lines = Vec::with_capacity(plan.segments.len());
     for (index, (segment, file)) in plan.segments.iter().zip(&files).enumerate() {
         let k = index + 1;
+        let writer = feed.try_clone().map_err(|error| {
+            ReplayError::Failed(format!("cannot share the pipe into mysql: {error} segment={k}"))
+        })?;
         let mut binlog = Command::new(&tools.mysqlbinlog)
             .arg(format!("--include-gtids={}", segment.gtids.to_compact_string()))
             .arg(file)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -137,23 +142,19 @@ pub async fn replay(
                     tools.mysqlbinlog.display()
                 ))
             })?;
-        let copied = match binlog.stdout.as_mut() {
-            Some(out) => tokio::io::copy(out, &mut session).await.map(|_| ()),
-            None => Ok(()),
-        };
         let status = binlog.wait().await.map_err(|error| {
             ReplayError::Failed(format!("waiting for mysqlbinlog: {error} segment={k}"))
         })?;
-        if let Err(error) = copied {
-            // mysql stopped reading: report its exit (killed when still running).
-            let _ = mysql.start_kill();
-            let code = mysql.wait().await.ok().and_then(|s| s.code()).unwrap_or(-9);
-            let stderr = stderr_of(&mut mysql).await;
-            return Err(ReplayError::Failed(format!(
-                "mysql exit={code} segment={k} ({stderr}): {error}"
-            )));
-        }
         if !status.success() {
+            // mysql stopped reading (an error in the stream) breaks the pipe: its exit says why.
+            let ended = tokio::time::timeout(std::time::Duration::from_secs(5), mysql.wait()).await;
+            if let Ok(Ok(exited)) = ended {
+                let stderr = stderr_of(&mut mysql).await;
+                return Err(ReplayError::Failed(format!(
+                    "mysql exit={} segment={k} ({stderr})",
+                    exited.code().unwrap_or(-9)
+                )));
+            }
             let stderr = stderr_of(&mut binlog).await;
             let _ = mysql.start_kill();
             let _ = mysql.wait().await;
@@ -166,7 +167,8 @@ pub async fn replay(
         tracing::info!(segment = k, site = %segment.site, file = %segment.file, "{line}");
         lines.push(line);
     }
-    drop(session);
+    // The last writer gone, mysql reads end of input and ends the session.
+    drop(feed);
     let status = mysql
         .wait()
         .await

@@ -198,11 +198,34 @@ async fn promotions(store: &FsStore, root: &ArchiveRoot, site: &str) -> usize {
 /// them, then `FLUSH BINARY LOGS`: the new writes' GTIDs and the moment of the flush.
 async fn write_and_flush(live: &LiveLab, first: i32) -> (GtidSet, Instant) {
     let primary = live.primary_addr().unwrap();
-    let pool = mysql_async::Pool::new(accounts::opts(&OPERATOR, primary, None));
+    // A new connection per attempt, never a pooled one: a connection made through the
+    // -primary Service before it followed the promotion stays on the fenced old primary, as
+    // it would through kube-proxy.
     let mut conn = wait_for("a writable new primary", Duration::from_secs(60), async || {
-        let mut conn = pool.get_conn().await.ok()?;
-        conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (first,)).await.ok()?;
-        Some(conn)
+        let attempt = async {
+            let mut conn = mysql_async::Conn::new(accounts::opts(&OPERATOR, primary, None)).await?;
+            match conn.exec_drop("INSERT INTO app.sidecar_probe VALUES (?)", (first,)).await {
+                Ok(()) => Ok(conn),
+                Err(error) => {
+                    let _ = conn.disconnect().await;
+                    Err(error)
+                }
+            }
+        };
+        match attempt.await {
+            Ok(conn) => Some(conn),
+            Err(error) => {
+                let group = live.group_object().map(|g| g["status"].to_string());
+                let sidecars = statuses(live).await;
+                let diagnosis = format!(
+                    "the last write through {primary} failed: {error}\nstatus: {group:?}\n{sidecars}"
+                );
+                if let Ok(mut held) = DIAGNOSE.lock() {
+                    *held = diagnosis;
+                }
+                None
+            }
+        }
     })
     .await;
     let before: String = conn.query_first("SELECT @@global.gtid_executed").await.unwrap().unwrap();
@@ -214,8 +237,7 @@ async fn write_and_flush(live: &LiveLab, first: i32) -> (GtidSet, Instant) {
     let after: GtidSet = after.replace('\n', "").parse().unwrap();
     conn.query_drop("FLUSH BINARY LOGS").await.unwrap();
     let flushed = Instant::now();
-    drop(conn);
-    pool.disconnect().await.unwrap();
+    conn.disconnect().await.unwrap();
     let written = after.difference(&before);
     assert!(!written.is_empty(), "the new primary acknowledged writes");
     (written, flushed)

@@ -175,6 +175,23 @@ async fn a_covered_target_replays_and_gtid_executed_equals_the_certified_set() {
     println!("{}", replayed.lines.join("\n"));
     println!("{}", result_line(&replayed.executed));
     println!("{verdict}");
+
+    // A session that fails mid-stream (a row the replay inserts is already there) ends the
+    // replay with mysql's own error and exit, never a success or a hang.
+    let clashing = started("pitr-clash", 3).await;
+    run(&mysql, &connection(&clashing), Some(&dump), None).await;
+    clashing.execute(&["INSERT INTO pitr.t (id, v) VALUES (25, 'already here')"]).await.unwrap();
+    let local = clashing.gtid_executed().await.unwrap().difference(&backup_gtids);
+    let tools = Tools { connection: connection(&clashing), ..tools };
+    let failed = tokio::time::timeout(
+        Duration::from_secs(120),
+        replay(&planned, &downloaded.staged, &tools, &local),
+    )
+    .await
+    .expect("a failing replay ends within 120 s");
+    let error = failed.expect_err("the duplicate row stops the replay").to_string();
+    assert!(error.starts_with("BLOODRAVEN_PITR_FAILED: mysql exit=1 segment="), "{error}");
+    assert!(error.contains("Duplicate entry '25'"), "{error}");
 }
 
 /// Waits until `replica` has executed everything in `set`.
