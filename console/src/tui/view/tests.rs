@@ -103,10 +103,6 @@ fn snapshots_of_every_panel_of_every_scenario() {
     for scenario in crate::scenarios::NAMES {
         let mut views: Vec<(String, Vec<Intent>)> = vec![("fleet".to_owned(), vec![])];
         for (index, tab) in DetailTab::ALL.iter().enumerate() {
-            // The runbook player's panel is snapshotted by its own tests.
-            if *tab == DetailTab::Runbooks {
-                continue;
-            }
             let name = tab.title().to_lowercase().replace(' ', "_");
             views.push((name, vec![Intent::Open, Intent::Tab(index)]));
         }
