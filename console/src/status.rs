@@ -125,11 +125,20 @@ pub async fn run(
         .collect();
     let outcome = Outcome { worst: verdicts.iter().filter_map(Verdict::worst).max() };
 
-    if objects.is_empty() {
-        writeln!(err, "no groups {}", scope.describe())?;
-        return Ok(outcome);
-    }
+    // What the list showed, by resource version: the watch prints changes after it only.
+    let listed: std::collections::HashMap<_, _> = objects
+        .iter()
+        .map(|object| {
+            let key = (object.metadata.namespace.clone(), object.metadata.name.clone());
+            (key, object.metadata.resource_version.clone())
+        })
+        .collect();
     let text = match (&args.group, args.output) {
+        // kubectl's wording on stderr; with -w the watch still follows (kubectl get -w).
+        _ if objects.is_empty() => {
+            writeln!(err, "no groups {}", scope.describe())?;
+            String::new()
+        }
         (Some(_), OutputFormat::Table | OutputFormat::Wide) => {
             let (Some(group), Some(verdict)) = (groups.first(), verdicts.first()) else {
                 let unreadable = unreadable.first().map(ToString::to_string).unwrap_or_default();
@@ -200,7 +209,7 @@ pub async fn run(
     out.write_all(text.as_bytes())?;
     out.flush()?;
     if args.watch {
-        watch(&raw, &params, args, scope, (&backups, &verifications, lease), out).await?;
+        watch(&raw, &params, args, scope, listed, (&backups, &verifications, lease), out).await?;
     }
     Ok(outcome)
 }
@@ -269,6 +278,7 @@ async fn watch(
     params: &ListParams,
     args: &StatusArgs,
     scope: &Scope,
+    mut seen: std::collections::HashMap<(Option<String>, Option<String>), Option<String>>,
     (backups, verifications, lease): (
         &[MysqlBackup],
         &[MysqlBackupVerification],
@@ -286,8 +296,8 @@ async fn watch(
     use kube::runtime::WatchStreamExt as _;
     let stream = kube::runtime::watcher(raw.clone(), config).default_backoff().applied_objects();
     let mut stream = std::pin::pin!(stream);
-    // The first events repeat what the list printed.
-    let mut seen = std::collections::HashMap::new();
+    // The watcher's first events repeat the list: an object at the version the list printed
+    // is skipped, as kubectl's watch resumes after its list.
     while let Some(object) = stream
         .next()
         .await

@@ -296,3 +296,56 @@ async fn status_ends_quietly_on_a_broken_pipe() {
     assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
     running.stop().await.unwrap();
 }
+
+/// `status -w`: the list, then one row per change made by another client (not the list again),
+/// until interrupted; it writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_watch_prints_a_row_for_each_change_after_the_list() {
+    use tokio::io::AsyncBufReadExt as _;
+    crate::install_crypto();
+    let running = RunningLab::start("healthy", jiff::Timestamp::now()).await.unwrap();
+    let directory = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(BINARY)
+        .arg("--kubeconfig")
+        .arg(running.kubeconfig())
+        .arg("--log-file")
+        .arg(directory.path().join("console.log"))
+        .args(["status", "-n", "orders", "-w", "--no-headers"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || {
+        tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("a row within 60 s")
+            .unwrap()
+            .expect("status -w still running")
+    };
+    let listed = [next().await, next().await];
+    assert!(listed.iter().any(|row| row.starts_with("carts ")), "{listed:?}");
+    let orders = listed.iter().find(|row| row.starts_with("orders ")).expect("orders listed");
+    assert!(orders.contains("True"), "{orders}");
+
+    // Another client marks orders not Ready: the next row is that change, nothing before it.
+    let mut group = running
+        .lab
+        .get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some("orders"), "orders")
+        .unwrap();
+    for condition in group["status"]["conditions"].as_array_mut().unwrap() {
+        if condition["type"] == "Ready" {
+            condition["status"] = "False".into();
+            condition["reason"] = "NoPrimary".into();
+        }
+    }
+    running.lab.apply(group).unwrap();
+    let changed = next().await;
+    assert!(changed.starts_with("orders ") && changed.contains("False"), "{changed}");
+
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    assert!(running.lab.requests().iter().all(|request| !request.is_write()));
+    running.stop().await.unwrap();
+}
