@@ -45,7 +45,12 @@ async fn count(site: &Instance) -> u64 {
 }
 
 /// Runs a client tool with `args`, stdin from `input` when given, stdout to `output` when given.
-async fn run(program: &Path, args: &[String], input: Option<&Path>, output: Option<&Path>) {
+pub(crate) async fn run(
+    program: &Path,
+    args: &[String],
+    input: Option<&Path>,
+    output: Option<&Path>,
+) {
     let mut command = tokio::process::Command::new(program);
     command.args(args).kill_on_drop(true);
     if let Some(input) = input {
@@ -74,7 +79,7 @@ async fn run(program: &Path, args: &[String], input: Option<&Path>, output: Opti
 }
 
 /// Sleeps until just after the next whole second at least `after` from now; returns it.
-async fn whole_second_after(after: SignedDuration) -> Timestamp {
+pub(crate) async fn whole_second_after(after: SignedDuration) -> Timestamp {
     let earliest = Timestamp::now().checked_add(after).unwrap();
     let target = Timestamp::from_second(earliest.as_second() + 1).unwrap();
     let wait = target.duration_since(Timestamp::now()) + SignedDuration::from_millis(200);
