@@ -210,6 +210,31 @@ pub struct ArchiveSummary {
     pub forks: Vec<ForkLine>,
     pub retention_horizon: Option<Timestamp>,
     pub backups: Vec<BackupWindow>,
+    /// The planner's view of the archive (every row read), for the PITR workbench; `None`
+    /// when the bytes were not read.
+    pub history: Option<SharedHistory>,
+}
+
+/// The archive as the planner reads it, shared between frames (the workbench plans on it).
+/// Two are equal when they are the same read.
+#[derive(Clone)]
+pub struct SharedHistory(pub std::sync::Arc<bloodraven_pitr::History>);
+
+impl PartialEq for SharedHistory {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedHistory {}
+
+impl std::fmt::Debug for SharedHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedHistory")
+            .field("archive_id", &self.0.archive_id)
+            .field("files", &self.0.files.len())
+            .finish()
+    }
 }
 
 /// The outcome of reading an archive.
@@ -407,6 +432,7 @@ pub fn summarize_read(
             .collect(),
         retention_horizon: coverage.retention_horizon,
         backups,
+        history: history.map(|history| SharedHistory(std::sync::Arc::new(history.clone()))),
     }
 }
 

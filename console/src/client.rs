@@ -145,7 +145,7 @@ where
 /// The writes the console may send in write mode, and nothing else: what the spec tells a
 /// human to write (`ops::WriteOp`). Each is a (method, path shape) pair; `{ns}` and `{name}`
 /// are one path segment each.
-pub const WRITE_ALLOW_LIST: [(&str, &str); 5] = [
+pub const WRITE_ALLOW_LIST: [(&str, &str); 6] = [
     // The one-shot annotations: planned-failover, acknowledge-planned-failover-hold, reclone-site.
     ("PATCH", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlfailovergroups/{name}"),
     // status.restoreReclones.phase: Draining, or its removal.
@@ -154,6 +154,8 @@ pub const WRITE_ALLOW_LIST: [(&str, &str); 5] = [
     ("POST", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlbackups"),
     // A MysqlBackupVerification.
     ("POST", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlbackupverifications"),
+    // A new group restoring a backup to a point in time (the PITR workbench).
+    ("POST", "/apis/shipstream.io/v1alpha1/namespaces/{ns}/mysqlfailovergroups"),
     // The ConsoleOperation Event on the object (sent only when RBAC allows it).
     ("POST", "/api/v1/namespaces/{ns}/events"),
 ];
@@ -426,6 +428,11 @@ mod tests {
             ),
             (Method::POST, "/api/v1/namespaces/orders/events", true),
             (
+                Method::POST,
+                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups",
+                true,
+            ),
+            (
                 Method::PUT,
                 "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups/orders",
                 false,
@@ -438,11 +445,6 @@ mod tests {
             (
                 Method::DELETE,
                 "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackups/b",
-                false,
-            ),
-            (
-                Method::POST,
-                "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlfailovergroups",
                 false,
             ),
             (Method::PATCH, "/apis/shipstream.io/v1alpha1/namespaces/orders/mysqlbackups/b", false),

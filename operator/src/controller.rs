@@ -320,11 +320,17 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
         shared: shared.clone(),
         image: bloodraven_workloads::DEFAULT_SIDECAR_IMAGE.to_owned(),
     });
+    // The MysqlBackupVerification controller (backup/verification/), the same sharing.
+    let verifications = Arc::new(crate::backup::verification::controller::VerificationContext {
+        shared: shared.clone(),
+        image: bloodraven_workloads::DEFAULT_SIDECAR_IMAGE.to_owned(),
+    });
     tokio::select! {
         () = controller => {}
         () = shared.pods.run(shared.client.clone(), namespace) => {}
         () = pitr => {}
         () = crate::backup::controller::run(backups, namespace) => {}
+        () = crate::backup::verification::controller::run(verifications, namespace) => {}
     }
 }
 

@@ -263,12 +263,27 @@ pub async fn poll_once(
     state: &mut GroupState,
 ) -> Result<Option<Duration>, PollError> {
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(shared.client.clone(), &key.namespace);
-    let Some(group) = groups.get_opt(&key.name).await.map_err(kube_error("reading the group"))?
+    let Some(mut group) =
+        groups.get_opt(&key.name).await.map_err(kube_error("reading the group"))?
     else {
         return Ok(None);
     };
-    if crate::publish::refuse_invalid(shared, &group, key).await? {
-        return Ok(Some(shared.tuning.poll_interval));
+    let refused = crate::publish::refuse_invalid(shared, &group, key).await?;
+    if refused {
+        // A refused spec stops the topology manager, but not a planned failover in flight
+        // (its source may be fenced): the run, a hold or a terminal marker still gets its
+        // pass (planned-failover document, "A reconcile that returns early").
+        if !crate::planned::io::runs_on_early_return(&group, shared.claims.get(key).as_ref()) {
+            return Ok(Some(shared.tuning.poll_interval));
+        }
+        // The refusal's status write moved the resourceVersion the pass's record is
+        // conditioned on: read again.
+        let Some(again) =
+            groups.get_opt(&key.name).await.map_err(kube_error("reading the group"))?
+        else {
+            return Ok(None);
+        };
+        group = again;
     }
     // The spec's knobs win; the command line's defaults apply when the API server did not
     // default them (an older CRD) or a value is out of range.
@@ -395,6 +410,14 @@ pub async fn poll_once(
         &mut state.planned,
     )
     .await;
+    if refused {
+        // Only the planned pass runs on a refused spec.
+        return Ok(Some(match planned {
+            crate::planned::io::Passed::Acted(after)
+            | crate::planned::io::Passed::Waiting(after) => after.min(tuning.poll_interval),
+            crate::planned::io::Passed::Idle => tuning.poll_interval,
+        }));
+    }
     let tuning = match planned {
         crate::planned::io::Passed::Acted(after) => return Ok(Some(after)),
         crate::planned::io::Passed::Waiting(after) => {

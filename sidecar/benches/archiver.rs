@@ -68,12 +68,12 @@ fn binlog(first: u64, mib: usize) -> (Vec<u8>, u64) {
     (writer.into_bytes(), gno)
 }
 
-fn identity(destination: &Destination) -> WriterIdentity {
+fn identity(destination: &Destination, key: ReaderKey) -> WriterIdentity {
     let normalized = destination.normalize().unwrap();
     WriterIdentity {
         source: SourceRef { namespace: "bench".into(), name: "g".into(), uid: "uid-bench".into() },
         archive_id: ArchiveId::derive("uid-bench", &normalized),
-        key: ReaderKey::None,
+        key,
         site: "a".into(),
     }
 }
@@ -99,7 +99,7 @@ fn lay_out(dir: &Path, files: &[(String, Vec<u8>)], active: &str) {
     std::fs::write(dir.join("binlog.index"), index).unwrap();
 }
 
-async fn run<S: ObjectStore>(label: &str, store: S, destination: Destination) {
+async fn run<S: ObjectStore>(label: &str, store: S, destination: Destination, key: ReaderKey) {
     let data = tempfile::tempdir().unwrap();
     // Throughput: 8 files of 16 MiB in one scan.
     let mut files = Vec::new();
@@ -112,7 +112,7 @@ async fn run<S: ObjectStore>(label: &str, store: S, destination: Destination) {
     let total: usize = files.iter().map(|(_, b)| b.len()).sum();
     lay_out(data.path(), &files, "binlog.000009");
     let config = ArchiverConfig {
-        identity: identity(&destination),
+        identity: identity(&destination, key),
         destination: destination.normalize().unwrap(),
         root: ArchiveRoot::under_profile("bench").unwrap(),
         storage_type: label.to_uppercase(),
@@ -176,6 +176,18 @@ fn main() {
         "pvc",
         FsStore::new(pvc.path()).unwrap(),
         Destination::Pvc { namespace: "bench".into(), claim: "c".into(), sub_path: String::new() },
+        ReaderKey::None,
+    ));
+    // Encrypted mode: keyed content ids and the BRV1 envelope on every upload.
+    let encrypted = tempfile::tempdir().unwrap();
+    runtime.block_on(run(
+        "pvc-encrypted",
+        FsStore::new(encrypted.path()).unwrap(),
+        Destination::Pvc { namespace: "bench".into(), claim: "c".into(), sub_path: String::new() },
+        ReaderKey::Passphrase {
+            algorithm: "AES-256-GCM".into(),
+            passphrase: b"a passphrase from the key snapshot".to_vec(),
+        },
     ));
     let weed = bloodraven_store::testing::SeaweedFs::start().unwrap_or_else(|e| panic!("{e}"));
     runtime.block_on(async {
@@ -185,6 +197,6 @@ fn main() {
             prefix: String::new(),
             endpoint: weed.endpoint().to_owned(),
         };
-        run("seaweedfs", s3, destination).await;
+        run("seaweedfs", s3, destination, ReaderKey::None).await;
     });
 }

@@ -38,12 +38,14 @@ enum Command {
     PitrDownload(Box<jobs::pitr_download::PitrDownloadArgs>),
     /// PITR restore Job step 3 (after the load): replay the plan and prove the result.
     Replay(Box<jobs::replay::ReplayArgs>),
+    /// MysqlBackupVerification Job step: load a backup into a throwaway mysqld and prove it.
+    Verify(Box<jobs::verify::VerifyArgs>),
 }
 
 /// The subcommand names; any other first argument (or none) runs the daemon with its
 /// environment and flags exactly as before subcommands existed.
 const SUBCOMMANDS: &[&str] =
-    &["run", "backup", "restore", "dump-meta", "pitr-download", "replay", "help"];
+    &["run", "backup", "restore", "dump-meta", "pitr-download", "replay", "verify", "help"];
 
 /// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
@@ -178,6 +180,18 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Verify(args) => match jobs::verify::run(*args).await {
+            Ok(verified) => {
+                for line in verified.lines() {
+                    print_line(&line);
+                }
+                Ok(())
+            }
+            Err(refusal) => {
+                print_line(&refusal.line());
+                Err(anyhow::Error::new(refusal).context("verify failed"))
+            }
+        },
     }
 }
 

@@ -58,7 +58,17 @@ pub(crate) fn fixture_summary(scenario: Scenario) -> ArchiveSummary {
 
 /// The summary of the archive `bloodraven lab` lays for group `namespace/group` of lab scenario
 /// `name`, its clock at the snapshots' fixed `now`.
-pub(crate) fn lab_summary(name: &str, (namespace, group): &(String, String)) -> ArchiveSummary {
+pub(crate) fn lab_summary(name: &str, key: &(String, String)) -> ArchiveSummary {
+    lab_summary_with(name, key, None)
+}
+
+/// [`lab_summary`] with the windows of `backups` (the scenario's MysqlBackups, as the console
+/// asks for them) instead of the fixture's named backups.
+pub(crate) fn lab_summary_with(
+    name: &str,
+    (namespace, group): &(String, String),
+    backups: Option<&[BackupAnchor]>,
+) -> ArchiveSummary {
     let mut objects = crate::scenarios::raw_objects(name).unwrap();
     crate::lab::assign_uids(&mut objects);
     let group: MysqlFailoverGroup = objects
@@ -79,7 +89,8 @@ pub(crate) fn lab_summary(name: &str, (namespace, group): &(String, String)) -> 
         content_id_key: bloodraven_archive::ContentIdKey::Plain,
     };
     let history = indexed(&fixture, &archive);
-    summarize_read(lab.destination.as_str(), &archive, Some(&history), &anchors(&fixture))
+    let backups = backups.map_or_else(|| anchors(&fixture), <[BackupAnchor]>::to_vec);
+    summarize_read(lab.destination.as_str(), &archive, Some(&history), &backups)
 }
 
 fn pvc() -> ArchiveLocation {

@@ -5,12 +5,14 @@
 //! computed before the user picks it, the on-history warning when an exclusion drops
 //! transactions of the witness's own history, and the corrected request's preview.
 //!
-//! The TUI view and update (`console/src/tui/{view,update}/workbench.rs`) are not built yet;
-//! this is what they draw.
+//! The TUI holds a [`Workbench`] (what the user asked, and [`compute`]'s answer on the last
+//! archive read); `console/src/tui/{update,view}/workbench.rs` open and draw it, and the
+//! guided-operations picker proposes its plannable requests as
+//! [`WriteOp::RestorePitrToNewGroup`](crate::ops::WriteOp::RestorePitrToNewGroup).
 
 use std::collections::BTreeMap;
 
-use bloodraven_gtid::GtidSet;
+use bloodraven_gtid::{Gtid, GtidSet};
 use bloodraven_pitr::{BackupMeta, History, Input, Limits, Plan, Refusal, Request, Token};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -192,6 +194,160 @@ pub fn bench(
         }),
     }
     Some(bench)
+}
+
+/// The target the user typed: a time, or a GTID (restore through it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `stopTime` itself (RFC 3339).
+    Time(Timestamp),
+    /// A transaction: the target is the whole second after its commit, so it is replayed
+    /// (with every other transaction committed before that second).
+    Gtid(Gtid),
+}
+
+impl Target {
+    /// A time (RFC 3339) or a GTID (`<uuid>:<n>`).
+    pub fn parse(text: &str) -> Result<Target, String> {
+        if let Ok(at) = text.parse::<Timestamp>() {
+            return Ok(Target::Time(at));
+        }
+        text.parse::<Gtid>().map(Target::Gtid).map_err(|_| {
+            format!(
+                "{text:?} is neither a time (RFC 3339, 2026-04-20T12:00:00Z) nor a GTID \
+                 (<uuid>:<n>)"
+            )
+        })
+    }
+}
+
+/// `stopTime` as the CRD writes it: a whole second, `Z`.
+pub fn stop_time(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The workbench of one group, as the TUI holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workbench {
+    /// The group (namespace, name).
+    pub key: (String, String),
+    /// The target as typed.
+    pub target: String,
+    /// The backup asked for (`None`: the newest that finished before the target).
+    pub backup: Option<String>,
+    /// `excludeGtids` as typed.
+    pub exclude_gtids: String,
+    /// When the archive read it was computed on arrived (`None`: not computed yet).
+    pub read: Option<Timestamp>,
+    /// The answer: the bench, or why there is none (no archive yet, out of the window).
+    pub outcome: Result<Computed, String>,
+}
+
+/// The workbench's answer for one archive read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Computed {
+    /// `stopTime`.
+    pub stop_time: String,
+    /// For a GTID target: the GTID and its commit time.
+    pub through: Option<(String, Timestamp)>,
+    /// The backup's restorable window (first run of planning targets) and what stops it.
+    pub window: crate::archive::WindowLine,
+    /// The newest archived commit.
+    pub newest: Timestamp,
+    /// The plan or refusal, the divergent set and the remedies.
+    pub bench: Bench,
+}
+
+/// The newest archived commit time.
+fn newest_commit(history: &History) -> Option<Timestamp> {
+    history.files.iter().flat_map(|file| file.txns()).filter_map(|txn| txn.commit).max()
+}
+
+/// The commit time of `gtid` in the archive.
+fn commit_of(history: &History, gtid: &Gtid) -> Option<Timestamp> {
+    history
+        .files
+        .iter()
+        .flat_map(|file| file.txns())
+        .find(|txn| txn.gtid.as_ref() == Some(gtid))
+        .and_then(|txn| txn.commit)
+}
+
+/// The workbench's answer for `target` on `summary` (an archive read with its bytes):
+/// `backup` (else the newest backup that finished before the target), the target refused up
+/// front when it is outside the backup's reach (before its window, or after the newest
+/// archived commit: nothing witnesses it), else [`bench`].
+pub fn compute(
+    summary: &crate::archive::ArchiveSummary,
+    backups: &[(String, BackupMeta)],
+    backup: Option<&str>,
+    target: &Target,
+    exclude_gtids: &str,
+) -> Result<Computed, String> {
+    let history = summary
+        .history
+        .as_ref()
+        .map(|history| &*history.0)
+        .ok_or("the archive's binlogs were not read; the workbench needs them")?;
+    let newest = newest_commit(history).ok_or("the archive holds no transactions yet")?;
+    let (at, through) = match target {
+        Target::Time(at) => (*at, None),
+        Target::Gtid(gtid) => {
+            let committed = commit_of(history, gtid).ok_or_else(|| {
+                format!("{gtid} is not in the archive (never archived, or retired)")
+            })?;
+            let after = Timestamp::from_second(committed.as_second() + 1)
+                .map_err(|error| format!("{gtid} committed at {committed}: {error}"))?;
+            (after, Some((gtid.to_string(), committed)))
+        }
+    };
+    let chosen = match backup {
+        Some(name) => name.to_owned(),
+        None => backups
+            .iter()
+            .filter(|(_, meta)| meta.dump_end.is_some_and(|end| end < at))
+            .max_by_key(|(_, meta)| meta.dump_end)
+            .or_else(|| backups.iter().min_by_key(|(_, meta)| meta.dump_end))
+            .map(|(name, _)| name.clone())
+            .ok_or("the group has no completed backup with a gtidExecuted to restore")?,
+    };
+    let window = summary
+        .backups
+        .iter()
+        .find(|line| line.name == chosen)
+        .ok_or_else(|| format!("backup {chosen:?} is not a backup of this group"))?
+        .window
+        .clone()
+        .map_err(|reason| format!("backup {chosen} has no restorable window: {reason}"))?;
+    let stop = stop_time(at);
+    let reach = format!(
+        "backup {chosen}'s window is {} -> {} and the archive's newest commit is {}",
+        stop_time(window.start),
+        window.end.map_or_else(|| "open".to_owned(), stop_time),
+        bloodraven_archive::format_timestamp(newest)
+    );
+    if at < window.start {
+        return Err(format!(
+            "target {stop} is outside the window: {reach}; choose a target at or after {}, or \
+             an older backup",
+            stop_time(window.start)
+        ));
+    }
+    if at > newest {
+        return Err(format!(
+            "target {stop} is outside the window: {reach}; nothing archived at or after {stop} \
+             witnesses it (PITRTargetNotCovered): wait for the archive or choose an earlier \
+             target"
+        ));
+    }
+    let request = Request {
+        target: Some(stop.clone()),
+        exclude_gtids: exclude_gtids.to_owned(),
+        allow_partial: false,
+    };
+    let bench = bench(history, backups, &chosen, &request)
+        .ok_or_else(|| format!("backup {chosen:?} has no gtidExecuted or completion time"))?;
+    Ok(Computed { stop_time: stop, through, window, newest, bench })
 }
 
 #[derive(Serialize)]

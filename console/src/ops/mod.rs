@@ -85,6 +85,22 @@ pub enum WriteOp {
     CreateVerification { group: GroupRef, name: String, profile: String, backup: String },
     /// The `reclone-site` annotation: `<site>:confirm=<group>:uid=<uid>`.
     Reclone { group: GroupRef, site: String },
+    /// A point-in-time restore: a new `MysqlFailoverGroup` `name`, made from `group`'s spec,
+    /// whose `initFromBackup` loads `backup` and replays the archive of `archive_profile` to
+    /// `stop_time` (`restoreInPlace` has no `pointInTime`, and `initFromBackup` is fixed at
+    /// creation: backup-and-restore document, "Restore in place", "Restore to a target
+    /// timestamp"). The PITR workbench proposes it with the planner's verdict.
+    RestorePitrToNewGroup {
+        group: GroupRef,
+        name: String,
+        backup: String,
+        archive_profile: String,
+        stop_time: String,
+        #[serde(skip_serializing_if = "String::is_empty")]
+        exclude_gtids: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        allow_partial: bool,
+    },
 }
 
 impl WriteOp {
@@ -98,7 +114,8 @@ impl WriteOp {
             | WriteOp::BackupFromSite { group, .. }
             | WriteOp::CreateBackup { group, .. }
             | WriteOp::CreateVerification { group, .. }
-            | WriteOp::Reclone { group, .. } => group,
+            | WriteOp::Reclone { group, .. }
+            | WriteOp::RestorePitrToNewGroup { group, .. } => group,
         }
     }
 
@@ -113,6 +130,7 @@ impl WriteOp {
             WriteOp::CreateBackup { .. } => "create-backup",
             WriteOp::CreateVerification { .. } => "create-verification",
             WriteOp::Reclone { .. } => "reclone",
+            WriteOp::RestorePitrToNewGroup { .. } => "restore-pitr-to-new-group",
         }
     }
 
@@ -144,12 +162,36 @@ impl WriteOp {
                 format!("verify backup {backup} of {group} as {name}")
             }
             WriteOp::Reclone { group, site } => format!("reclone site {site} of {group}"),
+            WriteOp::RestorePitrToNewGroup {
+                group,
+                name,
+                backup,
+                stop_time,
+                exclude_gtids,
+                ..
+            } => {
+                let excluding = if exclude_gtids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" excluding {exclude_gtids}")
+                };
+                format!(
+                    "restore backup {backup} of {group} to {stop_time}{excluding} into a new group {name}"
+                )
+            }
         }
     }
 
     /// A `MysqlBackup` named for the group, profile and `now` (lowercase, a DNS subdomain).
     pub fn backup_name(group: &str, profile: &str, now: jiff::Timestamp) -> String {
         format!("{group}-{profile}-console-{}", compact(now))
+    }
+
+    /// The new group of a point-in-time restore, named for the group and the target
+    /// (`orders-pitr-20260420t120000z`), or for `now` when the target does not parse.
+    pub fn pitr_group_name(group: &str, stop_time: &str, now: jiff::Timestamp) -> String {
+        let at = stop_time.parse::<jiff::Timestamp>().unwrap_or(now);
+        format!("{group}-pitr-{}", compact(at))
     }
 
     /// A `MysqlBackupVerification` named for the backup and `now`.

@@ -22,6 +22,8 @@ use serde::Serialize;
 
 use super::{Observed, WriteOp};
 
+mod pitr;
+
 /// The answer of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Verdict {
@@ -124,6 +126,19 @@ pub fn preflight(op: &WriteOp, observed: &Observed, now: Timestamp) -> Preflight
         WriteOp::CreateBackup { profile, .. } => backup(&mut out, group, profile),
         WriteOp::CreateVerification { backup, .. } => verification(&mut out, observed, backup),
         WriteOp::Reclone { site, .. } => reclone(&mut out, group, site),
+        WriteOp::RestorePitrToNewGroup {
+            name,
+            backup,
+            archive_profile,
+            stop_time,
+            exclude_gtids,
+            ..
+        } => pitr::restore(
+            &mut out,
+            group,
+            observed,
+            &pitr::Restore { name, backup, archive_profile, stop_time, exclude_gtids },
+        ),
     }
     out
 }

@@ -183,6 +183,36 @@ pub fn preview(op: &WriteOp, observed: &Observed) -> Result<Patch, PreviewError>
         WriteOp::CreateBackup { name, profile, .. } => {
             Ok(create_backup(group_ref, resource_version, name, profile, None))
         }
+        WriteOp::RestorePitrToNewGroup {
+            name,
+            backup,
+            archive_profile,
+            stop_time,
+            exclude_gtids,
+            allow_partial,
+            ..
+        } => {
+            let mut point_in_time = json!({
+                "stopTime": stop_time,
+                "archiveProfileName": archive_profile,
+            });
+            if !exclude_gtids.is_empty() {
+                point_in_time["excludeGtids"] = json!(exclude_gtids);
+            }
+            if *allow_partial {
+                point_in_time["allowPartial"] = json!(true);
+            }
+            Ok(Patch {
+                verb: Verb::Create,
+                path: format!("{API}/namespaces/{}/mysqlfailovergroups", group_ref.namespace),
+                content_type: JSON,
+                body: pitr_group(group_ref, group, name, backup, point_in_time),
+                precondition: Precondition {
+                    decided_on_resource_version: resource_version,
+                    tests: Vec::new(),
+                },
+            })
+        }
         WriteOp::CreateVerification { name, profile, backup, .. } => {
             let read = observed
                 .backup
@@ -239,6 +269,43 @@ fn create_backup(
             tests: Vec::new(),
         },
     }
+}
+
+/// The new group of a point-in-time restore: the source group's spec with `initFromBackup`
+/// set to `backup` and `point_in_time` (its `loadOptions` kept), and without what would make
+/// two groups fight: `dns` (the record names the source's active site), `backup.pitr` (the
+/// restored group must not archive into the archive it restores from:
+/// `PITRArchiveDestinationShared`) and `restoreInPlace`. Add them back once it is verified.
+fn pitr_group(
+    group_ref: &GroupRef,
+    group: &MysqlFailoverGroup,
+    name: &str,
+    backup: &str,
+    point_in_time: Value,
+) -> Value {
+    let mut spec = serde_json::to_value(&group.spec).unwrap_or_else(|_| json!({}));
+    let load_options = spec.pointer("/initFromBackup/loadOptions").cloned();
+    if let Some(fields) = spec.as_object_mut() {
+        fields.remove("dns");
+        fields.remove("restoreInPlace");
+        let mut init = json!({
+            "source": { "backupRef": { "name": backup } },
+            "pointInTime": point_in_time,
+        });
+        if let Some(load_options) = load_options {
+            init["loadOptions"] = load_options;
+        }
+        fields.insert("initFromBackup".to_owned(), init);
+    }
+    if let Some(backup) = spec.get_mut("backup").and_then(Value::as_object_mut) {
+        backup.remove("pitr");
+    }
+    json!({
+        "apiVersion": "shipstream.io/v1alpha1",
+        "kind": "MysqlFailoverGroup",
+        "metadata": { "name": name, "namespace": group_ref.namespace },
+        "spec": spec,
+    })
 }
 
 /// `/apis/shipstream.io/v1alpha1/namespaces/<ns>/mysqlfailovergroups/<name>`.

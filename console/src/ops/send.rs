@@ -112,7 +112,8 @@ pub async fn observe(client: &kube::Client, op: &WriteOp) -> Result<Observed, Se
         .await
         .map_err(|source| SendError::Read { what: format!("group {group_ref}"), source })?;
     let backup = match op {
-        WriteOp::CreateVerification { backup, .. } => {
+        WriteOp::CreateVerification { backup, .. }
+        | WriteOp::RestorePitrToNewGroup { backup, .. } => {
             let backups: Api<MysqlBackup> = Api::namespaced(client.clone(), &group_ref.namespace);
             backups
                 .get_opt(backup)

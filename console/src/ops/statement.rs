@@ -26,6 +26,8 @@ pub fn risk(op: &WriteOp) -> Risk {
         WriteOp::BackupFromSite { .. }
         | WriteOp::CreateBackup { .. }
         | WriteOp::CreateVerification { .. } => Risk::Low,
+        // A new group: the source group and its data are untouched.
+        WriteOp::RestorePitrToNewGroup { .. } => Risk::Low,
     }
 }
 
@@ -42,6 +44,7 @@ pub fn confirmation_name(op: &WriteOp) -> &str {
         WriteOp::BackupFromSite { group, .. }
         | WriteOp::CreateBackup { group, .. }
         | WriteOp::CreateVerification { group, .. } => &group.name,
+        WriteOp::RestorePitrToNewGroup { name, .. } => name,
     }
 }
 
@@ -68,6 +71,7 @@ pub fn data_loss_statement(op: &WriteOp, primary_down: bool) -> Option<&'static 
         WriteOp::RequestPlannedFailover { .. } => None,
         WriteOp::BackupFromSite { .. }
         | WriteOp::CreateBackup { .. }
-        | WriteOp::CreateVerification { .. } => None,
+        | WriteOp::CreateVerification { .. }
+        | WriteOp::RestorePitrToNewGroup { .. } => None,
     }
 }

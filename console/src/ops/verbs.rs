@@ -24,6 +24,8 @@ use super::{GroupRef, WriteOp, confirmation_name, data_loss_statement};
 use crate::client::{WriteSwitch, connect_guarded};
 use crate::journal::{self, Journal};
 
+mod wait;
+
 /// Flags every write verb takes.
 #[derive(Clone, Debug, Default, Args)]
 pub struct WriteArgs {
@@ -271,15 +273,19 @@ fn show(out: &mut dyn std::io::Write, prepared: &Prepared) -> std::io::Result<()
     Ok(())
 }
 
-/// Whether the group `prepared` was decided on has no active site (or was not read): what the
-/// data-loss statement depends on.
+/// Whether the group `prepared` was decided on has no writable primary — no active site, or
+/// one the status does not report writable (NoPrimary keeps the failed site as the active
+/// one), or the group was not read: what the data-loss statement depends on, read as the
+/// preflight's PrimaryWritable check reads it.
 pub(crate) fn primary_down(prepared: &Prepared) -> bool {
-    prepared
-        .observed
-        .group
-        .as_ref()
-        .and_then(|group| group.status.as_ref())
-        .is_none_or(|status| status.active_site.is_none())
+    let Some(status) = prepared.observed.group.as_ref().and_then(|group| group.status.as_ref())
+    else {
+        return true;
+    };
+    let Some(active) = status.active_site.as_deref() else { return true };
+    !status.sites.iter().any(|site| {
+        site.name == active && site.state == Some(bloodraven_crd::group::SiteState::Writable)
+    })
 }
 
 /// Asks at the terminal for the confirmation name; `Ok(false)` on anything else.
@@ -495,24 +501,14 @@ async fn follow(
             }
             WriteOp::BackupFromSite { name, .. } | WriteOp::CreateBackup { name, .. } => {
                 let api: Api<MysqlBackup> = Api::namespaced(client.clone(), &group_ref.namespace);
-                let phase = api
-                    .get(name)
-                    .await?
-                    .status
-                    .and_then(|status| status.phase)
-                    .map(|p| p.as_str().to_owned());
-                terminal(phase, &mut last, out)?
+                let backup = api.get(name).await?;
+                terminal(wait::backup(backup.status.as_ref()), &mut last, out)?
             }
             WriteOp::CreateVerification { name, .. } => {
                 let api: Api<MysqlBackupVerification> =
                     Api::namespaced(client.clone(), &group_ref.namespace);
-                let phase = api
-                    .get(name)
-                    .await?
-                    .status
-                    .and_then(|status| status.phase)
-                    .map(|p| p.as_str().to_owned());
-                terminal(phase, &mut last, out)?
+                let verification = api.get(name).await?;
+                terminal(wait::verification(verification.status.as_ref()), &mut last, out)?
             }
             WriteOp::AcknowledgeHold { .. } => {
                 let api: Api<MysqlFailoverGroup> =
@@ -538,13 +534,16 @@ async fn follow(
             | WriteOp::Reclone { .. } => {
                 Some(Ok("written; the operator acts on it next".to_owned()))
             }
+            WriteOp::RestorePitrToNewGroup { name, .. } => {
+                Some(Ok(format!("group {name} created; its restore shows in status.restore")))
+            }
         };
         match outcome {
             Some(Ok(outcome)) => {
                 writeln!(out, "outcome: {outcome}")?;
                 return Ok(());
             }
-            Some(Err(outcome)) => bail!("the operation ended {outcome}"),
+            Some(Err(outcome)) => bail!("{} ended {outcome}", prepared.op.summary()),
             None => {}
         }
         if tokio::time::Instant::now() >= deadline {
@@ -558,21 +557,17 @@ async fn follow(
     }
 }
 
+/// Prints a followed object's phase when it changed; its outcome once it ended.
 fn terminal(
-    phase: Option<String>,
+    followed: wait::Followed,
     last: &mut String,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Option<Result<String, String>>> {
-    let phase = phase.unwrap_or_else(|| "Pending".to_owned());
-    if phase != *last {
-        writeln!(out, "phase {phase}")?;
-        last.clone_from(&phase);
+    if followed.phase != *last {
+        writeln!(out, "phase {}", followed.phase)?;
+        last.clone_from(&followed.phase);
     }
-    Ok(match phase.as_str() {
-        "Succeeded" => Some(Ok(phase)),
-        "Failed" => Some(Err(phase)),
-        _ => None,
-    })
+    Ok(followed.outcome)
 }
 
 #[cfg(test)]

@@ -187,6 +187,8 @@ pub struct Ui {
     pub hscroll: u16,
     /// The runbook player, per group: kept when the view is left, so a walk resumes.
     pub runbooks: BTreeMap<Key, RunbookUi>,
+    /// The PITR workbench (`:pitr`), drawn on its group's archive panel until esc closes it.
+    pub workbench: Option<crate::archive::workbench::Workbench>,
 }
 
 /// The runbook player's state for one group.
@@ -218,6 +220,7 @@ impl Default for Ui {
             problems_only: false,
             hscroll: 0,
             runbooks: BTreeMap::new(),
+            workbench: None,
         }
     }
 }

@@ -12,6 +12,7 @@ pub const ARCHIVE_REFRESH: jiff::SignedDuration = jiff::SignedDuration::from_sec
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     let judged = judged_by(&action);
     let mut effects = step(state, action);
+    workbench::refresh(state);
     judge(state, judged);
     if state.frozen.is_none()
         && let Some(effect) = archive_effect(state)
@@ -402,7 +403,10 @@ fn detail_input(state: &mut State, intent: Intent) -> Option<super::state::Propo
     match runbook::runbook_input(state, &intent) {
         runbook::Handled::No => {}
         runbook::Handled::Yes => return None,
-        runbook::Handled::Propose(proposal) => return Some(proposal),
+        runbook::Handled::Propose(proposal) => return Some(*proposal),
+    }
+    if workbench::input(state, &intent) {
+        return None;
     }
     if intent == Intent::Back {
         if state.ui.screens.len() > 1 {
@@ -533,11 +537,12 @@ fn command_input(state: &mut State, intent: Intent) -> Vec<Effect> {
             }
             effects.push(Effect::SwitchContext((*context).to_owned()));
         }
+        ["pitr", rest @ ..] => workbench::command(state, rest),
         ["q" | "quit"] => return vec![Effect::Quit],
         [] => {}
         _ => {
             state.ui.message = Some(format!(
-                "unknown command {command:?}; try: ns <name>, ns all, ctx <name>, view <{}>",
+                "unknown command {command:?}; try: ns <name>, ns all, ctx <name>, view <{}>, pitr",
                 view_names()
             ))
         }
@@ -594,6 +599,7 @@ fn reset_data(state: &mut State) {
 
 pub mod guided;
 mod runbook;
+pub mod workbench;
 
 #[cfg(test)]
 mod tests;

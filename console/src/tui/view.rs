@@ -31,6 +31,7 @@ mod planned;
 mod reclones;
 mod restore;
 mod runbook;
+mod workbench;
 
 use archive::render_archive;
 use archive::render_coverage;
@@ -249,6 +250,11 @@ fn render_group(state: &State, frame: &mut Frame<'_>, area: Rect, key: &Key, tab
             SourceKind::Groups,
             restore_lines(state, group),
         ),
+        DetailTab::Archive if super::update::workbench::shown(state).is_some() => {
+            if let Some(bench) = super::update::workbench::shown(state) {
+                workbench::render_workbench(state, frame, panel, key, bench);
+            }
+        }
         DetailTab::Archive => {
             let [status_area, coverage_area] =
                 Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)])

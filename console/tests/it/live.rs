@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bloodraven_console::live;
 
 /// The workspace's operator build, next to this package's binaries.
-fn operator_bin() -> std::path::PathBuf {
+pub(crate) fn operator_bin() -> std::path::PathBuf {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_bloodraven"))
         .with_file_name("bloodraven-operator");
     assert!(

@@ -3,12 +3,15 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
 mod app;
+mod backup_live;
 mod binary;
 mod guided;
+mod guided_live;
 mod live;
 mod ops;
 mod readonly;
 mod tmux;
+mod workbench;
 
 /// Installs the one rustls provider (ring), as every binary and test helper does.
 pub(crate) fn install_crypto() {

@@ -63,6 +63,20 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.tmux(&["kill-server"]);
+        // tmux leaves its socket file behind (also when the last session ended by itself):
+        // remove it, so no test leaves a file in /tmp.
+        let _ = std::fs::remove_file(self.socket_path());
+    }
+}
+
+impl Server {
+    /// Where `tmux -L <socket>` puts its socket: `$TMUX_TMPDIR` (else `/tmp`)`/tmux-<uid>/`.
+    fn socket_path(&self) -> PathBuf {
+        use std::os::unix::fs::MetadataExt as _;
+        let uid = std::fs::metadata("/proc/self").map_or(0, |meta| meta.uid());
+        let dir =
+            std::env::var_os("TMUX_TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+        dir.join(format!("tmux-{uid}")).join(&self.socket)
     }
 }
 

@@ -9,6 +9,7 @@
 //!   derivation.
 //! - [`manifest`]: `manifest-<site>.json` version 2.
 //! - [`ident`]: object keys, content ids and the passphrase key check.
+//! - [`envelope`]: the `BRV1` object envelope of encrypted archives (AES-256-GCM).
 //! - [`refusal`]: the refusal tokens (`PITRArchive…`) with their remedies.
 //! - [`reader`]: the sans-IO archive open (plan, feed, finish).
 //! - [`coverage`]: what the archive holds, per site and for the group, and restorable windows.
@@ -19,6 +20,7 @@
 pub mod coverage;
 pub mod descriptor;
 pub mod destination;
+pub mod envelope;
 pub mod ident;
 pub mod manifest;
 pub mod reader;

@@ -68,6 +68,16 @@ impl ReaderKey {
         }
     }
 
+    /// The object envelope's key (`None` for a plaintext archive).
+    pub fn envelope_key(&self) -> Option<crate::envelope::EnvelopeKey> {
+        match self {
+            ReaderKey::None => None,
+            ReaderKey::Passphrase { passphrase, .. } => {
+                Some(crate::envelope::EnvelopeKey::from_passphrase(passphrase))
+            }
+        }
+    }
+
     /// How content ids of an archive read with this key are computed.
     pub fn content_id_key(&self) -> ContentIdKey {
         match self {

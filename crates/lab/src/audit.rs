@@ -49,6 +49,8 @@ pub struct Fault {
     pub resource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// The subresource (`status`); `None` matches requests with and without one.
+    pub subresource: Option<String>,
     pub user: Option<String>,
     pub times: usize,
     pub action: FaultAction,
@@ -62,6 +64,7 @@ impl Fault {
             resource: None,
             namespace: None,
             name: None,
+            subresource: None,
             user: None,
             times: 1,
             action: FaultAction::Fail { code, message: format!("injected fault: status {code}") },
@@ -90,6 +93,12 @@ impl Fault {
 
     pub fn name(mut self, name: &str) -> Self {
         self.name = Some(name.to_string());
+        self
+    }
+
+    /// Only requests to this subresource (`status`) match.
+    pub fn subresource(mut self, subresource: &str) -> Self {
+        self.subresource = Some(subresource.to_string());
         self
     }
 
@@ -124,6 +133,10 @@ impl Fault {
                 .as_ref()
                 .is_none_or(|namespace| request.namespace.as_ref() == Some(namespace))
             && self.name.as_ref().is_none_or(|name| request.name.as_ref() == Some(name))
+            && self
+                .subresource
+                .as_ref()
+                .is_none_or(|subresource| request.subresource.as_ref() == Some(subresource))
             && self.user.as_ref().is_none_or(|user| *user == request.user)
     }
 }

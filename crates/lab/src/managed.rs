@@ -386,6 +386,27 @@ fn remove_at(value: &mut Value, path: &[PathElement]) {
     }
 }
 
+/// After `path` was removed, removes each enclosing object the removal left empty, innermost
+/// first, unless some manager owns that object itself (an applied `{}`). The API server does
+/// the same: structured-merge-diff turns an emptied map into null, and a CRD's structural
+/// pruning drops the null, so a block whose last owned field a manager stopped applying is gone
+/// rather than left as `{}` (which a reader would take for a block that is present).
+fn prune_emptied(value: &mut Value, path: &[PathElement], applied: &FieldSet, others: &FieldSet) {
+    for end in (1..path.len()).rev() {
+        let parent = &path[..end];
+        if !matches!(parent.last(), Some(PathElement::Field(_))) {
+            return;
+        }
+        let owned = applied.contains(parent) || others.contains(parent);
+        let emptied =
+            value_at(value, parent).is_some_and(|v| v.as_object().is_some_and(Map::is_empty));
+        if owned || !emptied {
+            return;
+        }
+        remove_at(value, parent);
+    }
+}
+
 /// FieldsV1 JSON of a set.
 pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
     #[derive(Default)]
@@ -733,6 +754,10 @@ pub(crate) fn apply(
         .iter()
         .filter(|path| !applied_set.contains(*path) && !others.contains(*path))
         .collect();
+    // A path under another path being removed goes with it: removing a map-list item's key
+    // field first would leave the item unfindable by its key, gutted instead of removed.
+    let removing: BTreeSet<&Path> = to_remove.iter().copied().collect();
+    to_remove.retain(|path| !(1..path.len()).any(|end| removing.contains(&path[..end].to_vec())));
     to_remove.sort_by_key(|path| std::cmp::Reverse(path.len()));
     for path in to_remove {
         let mut full = Vec::new();
@@ -743,6 +768,7 @@ pub(crate) fn apply(
         }
         full.extend(path.iter().cloned());
         remove_at(&mut merged, &full);
+        prune_emptied(&mut merged, &full, &applied_set, &others);
     }
 
     match entries.iter_mut().find(|entry| entry.same_owner(manager, "Apply", subresource)) {
@@ -862,6 +888,46 @@ mod tests {
             .map(|entry| entry["manager"].as_str().unwrap())
             .collect();
         assert_eq!(managers, ["two"]);
+    }
+
+    #[test]
+    fn apply_removes_a_map_list_item_the_manager_stopped_applying_whole() {
+        let info = Registry::default().get(&GroupResource::new("", "pods")).unwrap().clone();
+        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let both = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "a", "image": "i"}, {"name": "b", "image": "j"}]}});
+        let (merged, applied) = apply(&info, "v1", &live, &both, &ctx("one", false), None).unwrap();
+        let mut live = merged;
+        live["metadata"]["managedFields"] = applied.managed_fields;
+        let one = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "a", "image": "i"}]}});
+        let (merged, _) = apply(&info, "v1", &live, &one, &ctx("one", false), None).unwrap();
+        assert_eq!(merged["spec"]["containers"], json!([{"name": "a", "image": "i"}]), "{merged}");
+    }
+
+    #[test]
+    fn apply_removes_the_objects_a_removal_emptied() {
+        let info = configmaps();
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let first = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "labels": {"a": "1"}, "annotations": {"x": "1"}}});
+        let (merged, applied) =
+            apply(&info, "v1", &live, &first, &ctx("one", false), None).unwrap();
+        let mut live = merged;
+        live["metadata"]["managedFields"] = applied.managed_fields;
+        let second = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "annotations": {"x": "1"}}});
+        let (merged, _) = apply(&info, "v1", &live, &second, &ctx("one", false), None).unwrap();
+        assert!(merged["metadata"].get("labels").is_none(), "no empty labels left: {merged}");
+        assert_eq!(merged["metadata"]["annotations"], json!({"x": "1"}));
+        // An object the manager applied empty is its own, and stays.
+        let third = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "annotations": {}}});
+        let mut live = merged;
+        live["metadata"]["managedFields"] =
+            apply(&info, "v1", &live, &second, &ctx("one", false), None).unwrap().1.managed_fields;
+        let (merged, _) = apply(&info, "v1", &live, &third, &ctx("one", false), None).unwrap();
+        assert_eq!(merged["metadata"]["annotations"], json!({}), "{merged}");
     }
 
     #[test]

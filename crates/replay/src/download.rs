@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use bloodraven_archive::envelope::open_binlog_object;
 use bloodraven_archive::reader::ReaderOptions;
 use bloodraven_archive::{OpenArchive, OpenError, Refusal};
 use bloodraven_pitr::{History, RowBytes, RowIndex, index_row};
@@ -46,6 +47,7 @@ pub async fn download<S: ObjectStore + ?Sized>(
     options: ReaderOptions,
     staging: Option<&Path>,
 ) -> Result<Opened, ReplayError> {
+    let reader_key = options.key.clone();
     let archive = match bloodraven_store::open_archive(store, root, options).await {
         Ok(archive) => archive,
         Err(OpenError::Refused(refusal)) => return Ok(Opened::Refused(refusal)),
@@ -79,6 +81,20 @@ pub async fn download<S: ObjectStore + ?Sized>(
                 }
             };
             total += bytes.len() as u64;
+            // Encrypted archives: the BRV1 envelope is opened (bound to the archive and the
+            // key) before the content id authenticates the plaintext.
+            let bytes = match open_binlog_object(
+                &reader_key,
+                &archive.descriptor.archive_id,
+                &key,
+                bytes,
+            ) {
+                Ok(plain) => plain,
+                Err(error) => {
+                    index.insert(key.clone(), RowBytes::Unreadable(error.to_string()));
+                    continue;
+                }
+            };
             let indexed = index_row(row, &archive.content_id_key, &bytes);
             if let Some(staging) = staging
                 && matches!(indexed, RowBytes::Read(_))

@@ -46,6 +46,11 @@ pub const PITR_DESTINATION: &str = "BLOODRAVEN_PITR_DESTINATION";
 pub const PITR_ENCRYPTION_MODE: &str = "BLOODRAVEN_PITR_ENCRYPTION_MODE";
 /// The archive key snapshot's revision (encrypted mode only).
 pub const PITR_KEY_REVISION: &str = "BLOODRAVEN_PITR_KEY_REVISION";
+/// The file holding the archive passphrase (encrypted mode only: the archive's key snapshot,
+/// mounted read-only); default [`PITR_PASSPHRASE_PATH`]. Also read by the `pitr-download` step.
+pub const PITR_PASSPHRASE_FILE: &str = "BLOODRAVEN_PITR_PASSPHRASE_FILE";
+/// Where the archive key snapshot's `passphrase` key is mounted when the variable is unset.
+pub const PITR_PASSPHRASE_PATH: &str = "/run/bloodraven/pitr-key/passphrase";
 /// Where the sidecar sees MySQL's data directory (read-only).
 pub const MYSQL_DATA_DIR: &str = "BLOODRAVEN_MYSQL_DATA_DIR";
 /// The binlog index file's name inside the data directory.

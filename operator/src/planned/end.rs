@@ -479,6 +479,39 @@ impl Pass<'_> {
         (since.run_id() == self.run_id()).then(|| since.since().timestamp())
     }
 
+    /// "The first committed status write for the run removes it": the run's stall-since goes
+    /// with every status write of the run (annotations commit only after their write, and are
+    /// dropped with a write that fails), so a later failure starts a fresh stall window.
+    pub(crate) fn stall_since_goes_with_the_write(&mut self) {
+        let Some(write) = &self.decision.write else { return };
+        let run = write
+            .block
+            .as_ref()
+            .and_then(|block| block.run_id.clone())
+            .unwrap_or_else(|| self.run_id());
+        let set_now = self.decision.bookkeeping.iter().find_map(|change| match change {
+            AnnotationChange::Set { key, value } if *key == PLANNED_FAILOVER_STALL_SINCE => {
+                Some(value.clone())
+            }
+            _ => None,
+        });
+        let Some(value) = set_now
+            .or_else(|| self.obs.annotation(PLANNED_FAILOVER_STALL_SINCE).map(str::to_owned))
+        else {
+            return;
+        };
+        let ours = RunSince::parse(PLANNED_FAILOVER_STALL_SINCE, &value)
+            .is_ok_and(|since| !run.is_empty() && since.run_id() == run);
+        let queued = self.decision.annotations.iter().any(|change| {
+            matches!(change, AnnotationChange::Remove { key, .. } if *key == PLANNED_FAILOVER_STALL_SINCE)
+        });
+        if ours && !queued {
+            self.decision
+                .annotations
+                .push(AnnotationChange::Remove { key: PLANNED_FAILOVER_STALL_SINCE, value });
+        }
+    }
+
     fn set_run_since(&mut self, key: &'static str) {
         if let Some(since) = CompactTime::truncating(self.now)
             && let Ok(value) = RunSince::new(key, self.run_id(), since)

@@ -56,6 +56,7 @@ pub fn step(
     pass.fold_reports();
     pass.hold_pass();
     pass.run_pass();
+    pass.stall_since_goes_with_the_write();
     pass.decision
 }
 

@@ -190,7 +190,17 @@ impl Pass<'_> {
             self.decision.effects.push(Effect::RefenceTarget { site: target });
             return;
         }
-        let restore_channel_of = target_channel_gone.then(|| target.clone());
+        // "The target's replication channel is then restored if the promotion had stopped or
+        // reset it": only under a promotion intent (before it nothing touched the channel), and
+        // only on a target that answers: "a site that merely does not answer does not stop
+        // the unfence" (a target lost in WaitingForLag: "nothing was written, so the source is
+        // unfenced").
+        let restore_channel_of =
+            (promotion_intent && target_reading.is_some() && target_channel_gone)
+                .then(|| target.clone());
+        if promotion_intent && target_reading.is_none() {
+            self.warn(Warning::TargetReplicationNotRestored);
+        }
         self.decision.effects.push(Effect::Unfence {
             site: source,
             server_uuid: fence_uuid.unwrap_or_default(),

@@ -103,8 +103,9 @@ async fn operator_rbac_is_exactly_what_the_operator_calls() {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let lab = Lab::start(LabConfig::default().with_rbac()).await.expect("the lab API server");
     lab.load_crds(&read("deploy/crds/mysqlfailovergroups.shipstream.io.yaml")).unwrap();
-    // The operator watches MysqlBackups too (the /pitr-cutoff answer).
+    // The operator watches MysqlBackups too (the /pitr-cutoff answer), and verifications.
     lab.load_crds(&read("deploy/crds/mysqlbackups.shipstream.io.yaml")).unwrap();
+    lab.load_crds(&read("deploy/crds/mysqlbackupverifications.shipstream.io.yaml")).unwrap();
     lab.apply_yaml(&read("deploy/examples/group.yaml")).expect("deploy/examples/group.yaml");
     lab.apply_yaml(&read("deploy/operator/rbac.yaml")).expect("deploy/operator/rbac.yaml");
     // The pods a kubelet would run (no MySQL here): the manager labels them.
@@ -180,7 +181,7 @@ const PLANNED_BOOKKEEPING: &str = "mysqlfailovergroups:patch";
 
 /// The MysqlBackup controller's calls once a backup exists (these runs create none; reached
 /// by `backup_live.rs`): read the backup, write its status, create and read its Job and
-/// credentials Secret, read the Job pod's log.
+/// credentials Secret, read the Job pod's log; and the verification controller's.
 const BACKUP_CALLS: &[&str] = &[
     "mysqlbackups:get",
     "mysqlbackups/status",
@@ -188,6 +189,10 @@ const BACKUP_CALLS: &[&str] = &[
     "jobs:create",
     "secrets:create",
     "pods/log",
+    // The MysqlBackupVerification controller's, once a verification exists (reached by
+    // `backup_verify_live.rs`): read it, write its status.
+    "mysqlbackupverifications:get",
+    "mysqlbackupverifications/status",
 ];
 
 /// The operator's calls the lab refused (403), as `verb path?query`.
@@ -316,8 +321,9 @@ async fn operator_rbac_covers_a_live_group_publishing_dns() {
     let config = LabConfig::default().with_rbac().with_admin("root", "root-token");
     let lab = Lab::start(config).await.expect("the lab API server");
     lab.load_crds(&read("deploy/crds/mysqlfailovergroups.shipstream.io.yaml")).unwrap();
-    // The operator watches MysqlBackups too (the /pitr-cutoff answer).
+    // The operator watches MysqlBackups too (the /pitr-cutoff answer), and verifications.
     lab.load_crds(&read("deploy/crds/mysqlbackups.shipstream.io.yaml")).unwrap();
+    lab.load_crds(&read("deploy/crds/mysqlbackupverifications.shipstream.io.yaml")).unwrap();
     lab.load_crds(&read("deploy/crds/external/dnsendpoints.externaldns.k8s.io.yaml")).unwrap();
     let applied = lab.apply_yaml(&read("deploy/examples/group.yaml")).unwrap();
     let mut group = applied

@@ -7,6 +7,7 @@
 
 mod backup;
 mod backup_live;
+mod backup_verify_live;
 mod bad_input;
 mod crash_sweep;
 mod deploy;

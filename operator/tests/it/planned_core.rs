@@ -3,7 +3,8 @@
 //! against the document's table, and the README table that maps each pair to its test.
 
 use bloodraven_crd::annotations::{
-    ACKNOWLEDGE_PLANNED_FAILOVER_HOLD, PLANNED_FAILOVER, PLANNED_FAILOVER_TERMINAL,
+    ACKNOWLEDGE_PLANNED_FAILOVER_HOLD, PLANNED_FAILOVER, PLANNED_FAILOVER_STALL_SINCE,
+    PLANNED_FAILOVER_TERMINAL,
 };
 use bloodraven_crd::catalog::planned_failover_run as run_catalog;
 use bloodraven_crd::group::{
@@ -875,4 +876,32 @@ fn requests_during_a_live_run_are_removed() {
     assert_eq!(decision.event_reasons(), ["PlannedFailoverRejected"]);
     assert!(!world.annotations.contains_key(PLANNED_FAILOVER));
     assert_eq!(world.phase(), Some(Phase::WaitingForLag));
+}
+
+/// "The first committed status write for the run removes it" (planned-failover-stall-since):
+/// status writes refused while the target catches up (the promotion record cannot be written,
+/// so nothing is promoted), then the API answers: the promotion record commits and takes the
+/// stall-since with it, so a later failure starts a fresh 2-minute window.
+#[test]
+fn a_committed_status_write_removes_the_stall_since_annotation() {
+    let mut world = happy();
+    world.lagging.insert("pdx".to_owned());
+    world.run_until_phase(Phase::WaitingForLag);
+    world.status_writes_fail = true;
+    world.lagging.clear();
+    for _ in 0..5 {
+        world.pass();
+    }
+    assert_eq!(world.phase(), Some(Phase::WaitingForLag), "no record committed");
+    assert!(world.sites["pdx"].super_read_only, "no promotion without its record");
+    assert!(world.annotations.contains_key(PLANNED_FAILOVER_STALL_SINCE), "the stall is recorded");
+    world.status_writes_fail = false;
+    world.pass();
+    assert_eq!(world.phase(), Some(Phase::Promoting), "the promotion record committed");
+    assert!(
+        !world.annotations.contains_key(PLANNED_FAILOVER_STALL_SINCE),
+        "the committed write removed the stall-since: {:?}",
+        world.annotations
+    );
+    assert_eq!(ended(world), (Outcome::Succeeded, None));
 }

@@ -62,6 +62,8 @@ pub struct ArchiverSettings {
     pub normalized: NormalizedDestination,
     /// The key revision (status only).
     pub key_revision: Option<String>,
+    /// Encrypted mode: the file holding the archive passphrase (`None`: plaintext archive).
+    pub passphrase_file: Option<PathBuf>,
     /// The MySQL data directory (read-only mount) and index name.
     pub data_dir: PathBuf,
     /// `binlog.index` (MySQL's default) unless set; the operator renders `mysql-bin.index`.
@@ -164,13 +166,22 @@ impl ArchiverSettings {
             });
         }
         let mode = var(env::PITR_ENCRYPTION_MODE).unwrap_or_else(|| "None".into());
-        if mode != "None" {
-            return Err(SettingsError::Invalid {
-                name: env::PITR_ENCRYPTION_MODE,
-                value: mode,
-                detail: "this build's archiver writes plaintext archives only (the BRV1 object envelope is not built yet)".into(),
-            });
-        }
+        let passphrase_file = match mode.as_str() {
+            "None" | "" => None,
+            "Passphrase" => Some(
+                var(env::PITR_PASSPHRASE_FILE)
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| env::PITR_PASSPHRASE_PATH.into())
+                    .into(),
+            ),
+            _ => {
+                return Err(SettingsError::Invalid {
+                    name: env::PITR_ENCRYPTION_MODE,
+                    value: mode,
+                    detail: "expected None or Passphrase".into(),
+                });
+            }
+        };
         Ok(Some(ArchiverSettings {
             site: required(&var, env::SITE_NAME)?,
             source: SourceRef {
@@ -182,6 +193,7 @@ impl ArchiverSettings {
             destination,
             normalized,
             key_revision: var(env::PITR_KEY_REVISION).filter(|v| !v.is_empty()),
+            passphrase_file,
             data_dir: var(env::MYSQL_DATA_DIR)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "/var/lib/mysql".into())
@@ -197,12 +209,30 @@ impl ArchiverSettings {
         }))
     }
 
-    fn config(&self, root: ArchiveRoot, storage_type: &str) -> ArchiverConfig {
+    /// The archive key: `ReaderKey::None` for a plaintext archive, else the passphrase file's
+    /// bytes, exactly (an unreadable or empty file is a store init failure, retried).
+    pub fn read_key(&self) -> Result<ReaderKey, String> {
+        let Some(path) = &self.passphrase_file else { return Ok(ReaderKey::None) };
+        let passphrase =
+            std::fs::read(path).map_err(|e| format!("passphrase file {}: {e}", path.display()))?;
+        if passphrase.is_empty() {
+            return Err(format!(
+                "passphrase file {} is empty; mount the archive key snapshot's passphrase",
+                path.display()
+            ));
+        }
+        Ok(ReaderKey::Passphrase {
+            algorithm: bloodraven_archive::envelope::ALGORITHM.to_owned(),
+            passphrase,
+        })
+    }
+
+    fn config(&self, root: ArchiveRoot, storage_type: &str, key: ReaderKey) -> ArchiverConfig {
         ArchiverConfig {
             identity: WriterIdentity {
                 source: self.source.clone(),
                 archive_id: self.archive_id.clone(),
-                key: ReaderKey::None,
+                key,
                 site: self.site.clone(),
             },
             destination: self.normalized.clone(),
@@ -289,8 +319,14 @@ pub async fn run_with(
     tokio::pin!(stop);
     let mut failed =
         ArchiverStatus { enabled: true, site: settings.site.clone(), ..Default::default() };
-    let (store, root, kind) = loop {
-        match build_store(&settings, mountinfo, pvc_mount).await {
+    let (store, root, kind, key) = loop {
+        let built = match settings.read_key() {
+            Ok(key) => build_store(&settings, mountinfo, pvc_mount)
+                .await
+                .map(|(store, root, kind)| (store, root, kind, key)),
+            Err(cause) => Err(cause),
+        };
+        match built {
             Ok(built) => break built,
             Err(cause) => {
                 failed.upload_failures += 1;
@@ -312,7 +348,7 @@ pub async fn run_with(
         group: settings.source.name.clone(),
         archive: settings.archive_id.to_string(),
     };
-    let mut archiver = Archiver::open(store, settings.config(root, kind), local, cutoff).await;
+    let mut archiver = Archiver::open(store, settings.config(root, kind, key), local, cutoff).await;
     let tracker = archiver.tracker();
     let episodes = tracker.clone();
     let (stop_sampler, sampler_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -394,6 +430,48 @@ mod tests {
         };
         let text = s3.normalize().unwrap();
         assert_eq!(parse_destination(text.as_str()).unwrap().normalize().unwrap(), text);
+    }
+
+    #[test]
+    fn passphrase_mode_reads_the_key_file_exactly_and_refuses_what_it_cannot_use() {
+        let destination = Destination::Pvc {
+            namespace: "prod".into(),
+            claim: "backups".into(),
+            sub_path: "lion".into(),
+        };
+        let normalized = destination.normalize().unwrap();
+        let id = ArchiveId::derive("uid-1", &normalized);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("passphrase");
+        let mut pairs = vec![
+            ("BLOODRAVEN_PITR_ARCHIVE_ID", id.to_string()),
+            ("BLOODRAVEN_FAILOVER_GROUP_UID", "uid-1".to_owned()),
+            ("BLOODRAVEN_PITR_DESTINATION", normalized.to_string()),
+            ("SITE_NAME", "iad".to_owned()),
+            ("BLOODRAVEN_GROUP_NAMESPACE", "prod".to_owned()),
+            ("BLOODRAVEN_GROUP_NAME", "lion".to_owned()),
+            ("BLOODRAVEN_PITR_ENCRYPTION_MODE", "Passphrase".to_owned()),
+        ];
+        let default = ArchiverSettings::from_vars(vars(&pairs)).unwrap().unwrap();
+        assert_eq!(default.passphrase_file, Some(PathBuf::from(env::PITR_PASSPHRASE_PATH)));
+        pairs.push(("BLOODRAVEN_PITR_PASSPHRASE_FILE", file.display().to_string()));
+        let settings = ArchiverSettings::from_vars(vars(&pairs)).unwrap().unwrap();
+        // Missing, then empty: store init failures naming the file (retried, never a panic).
+        let missing = settings.read_key().unwrap_err();
+        assert!(missing.starts_with(&format!("passphrase file {}", file.display())), "{missing}");
+        std::fs::write(&file, b"").unwrap();
+        assert!(settings.read_key().unwrap_err().contains("is empty"));
+        std::fs::write(&file, b"pass phrase\n").unwrap();
+        assert_eq!(
+            settings.read_key().unwrap(),
+            ReaderKey::Passphrase {
+                algorithm: "AES-256-GCM".into(),
+                passphrase: b"pass phrase\n".to_vec()
+            }
+        );
+        pairs[6].1 = "Vault".to_owned();
+        let error = ArchiverSettings::from_vars(vars(&pairs)).unwrap_err();
+        assert!(error.to_string().contains("expected None or Passphrase"), "{error}");
     }
 
     /// The contract between the operator's render and this reader: the sidecar container's

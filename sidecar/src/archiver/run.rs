@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bloodraven_archive::envelope::{EnvelopeError, SealRandom, seal_binlog_object};
 use bloodraven_archive::manifest::{FileRow, Manifest};
 use bloodraven_archive::refusal::Refusal;
 use bloodraven_archive::{ContentIdKey, NormalizedDestination, format_timestamp};
@@ -63,6 +64,23 @@ pub enum ScanError {
     /// A row could not be built.
     #[error("archive row: {0}")]
     Row(#[from] bloodraven_archive::Error),
+    /// A binlog could not be sealed (encrypted archives).
+    #[error("sealing the archive object: {0}")]
+    Seal(#[from] EnvelopeError),
+    /// The kernel gave no randomness for an envelope.
+    #[error("drawing the envelope's salt and nonce from the kernel: {0}")]
+    Random(std::io::Error),
+}
+
+/// A fresh salt and nonce prefix for one envelope, from `getrandom(2)`.
+fn kernel_random() -> std::io::Result<SealRandom> {
+    let mut bytes = [0u8; SealRandom::LEN];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        filled +=
+            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
+    }
+    Ok(SealRandom::from_bytes(bytes))
 }
 
 /// What one scan did.
@@ -458,7 +476,19 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
         let summary = bloodraven_binlog::scan(&file.bytes);
         let row: FileRow = row_for(&self.config.identity.site, &file, &summary, now)?;
         let key = self.config.root.key(&row.key);
-        if let Err(error) = self.store.put(&key, file.bytes.clone()).await {
+        let size = file.bytes.len();
+        // Encrypted archives store the BRV1 envelope, bound to the archive and this key; the
+        // row (size, content id, coverage) describes the plaintext.
+        let identity = &self.config.identity;
+        let body = seal_binlog_object(
+            &identity.key,
+            &identity.archive_id,
+            &row.key,
+            file.bytes,
+            kernel_random,
+        )
+        .map_err(ScanError::Random)??;
+        if let Err(error) = self.store.put(&key, body).await {
             lock(&self.status).upload_failures += 1;
             return Err(SessionError::Store(error).into());
         }
@@ -476,7 +506,7 @@ impl<S: ObjectStore, C: CutoffSource> Archiver<S, C> {
         .await
         .inspect_err(|_| lock(&self.status).upload_failures += 1)?;
         bloodraven_crashpoint::hit(Step::SidecarArchiveAfterManifestWrite);
-        tracing::info!(file = name, key = %key, size = file.bytes.len(), "binlog archived");
+        tracing::info!(file = name, key = %key, size, "binlog archived");
         Ok(true)
     }
 

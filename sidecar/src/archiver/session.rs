@@ -43,7 +43,8 @@ pub struct WriterIdentity {
     pub source: SourceRef,
     /// The archive ID derived for this group and destination.
     pub archive_id: ArchiveId,
-    /// The key (only `ReaderKey::None` is supported by this build's writer).
+    /// The key: `ReaderKey::None` (plaintext) or the archive passphrase (objects are sealed in
+    /// the BRV1 envelope, content ids keyed).
     pub key: ReaderKey,
     /// This site (`createdBy`).
     pub site: String,

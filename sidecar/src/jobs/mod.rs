@@ -13,6 +13,8 @@
 //! | [`dump_meta`] | `dump-meta`: a PITR restore's backup metadata (`dump.json`), step-2 refusals |
 //! | [`pitr_download`] | `pitr-download`: archive → plan, staged segment files, `coverage.json`, `plan.json` |
 //! | [`replay`] | `replay`: the plan's segments into the loaded server, the proof and the verdict |
+//! | [`verify`] | `verify`: a MysqlBackupVerification's proof: metadata, chunks, a scratch load, checksums |
+//! | [`scratch`] | the verification's throwaway `mysqld` (initialised, loopback only, killed on drop) |
 
 pub mod backup;
 pub mod client;
@@ -22,7 +24,9 @@ pub mod dumpfile;
 pub mod pitr_download;
 pub mod replay;
 pub mod restore;
+pub mod scratch;
 pub mod storage;
+pub mod verify;
 
 /// The line a load prints before the first statement reaches the target.
 pub const LOAD_START: &str = "BLOODRAVEN_LOAD_START";

@@ -40,6 +40,10 @@ pub struct PitrDownloadArgs {
     /// The staging folder (`/pitr-binlogs`): staged rows, `coverage.json`, `plan.json`.
     #[arg(long = "staging", env = "BLOODRAVEN_PITR_STAGING", default_value = "/pitr-binlogs")]
     pub staging: PathBuf,
+    /// The read binding's key snapshot (`passphrase` key mounted as a file) when the archive is
+    /// encrypted; unset: the reader expects a plaintext archive.
+    #[arg(long = "passphrase-file", env = "BLOODRAVEN_PITR_PASSPHRASE_FILE")]
+    pub passphrase_file: Option<PathBuf>,
     /// The archive profile's storage (the archive is `binlogs` under its root).
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -57,7 +61,16 @@ pub async fn run(args: PitrDownloadArgs) -> anyhow::Result<Plan> {
         .context("the archive root under the profile")?;
     std::fs::create_dir_all(&args.staging)
         .with_context(|| format!("cannot create {}", args.staging.display()))?;
-    let opened = download(&store, &root, ReaderOptions::new(ReaderKey::None), Some(&args.staging))
+    let key = match &args.passphrase_file {
+        None => ReaderKey::None,
+        Some(path) => ReaderKey::Passphrase {
+            algorithm: bloodraven_archive::envelope::ALGORITHM.to_owned(),
+            passphrase: std::fs::read(path).with_context(|| {
+                format!("cannot read the archive passphrase file {}", path.display())
+            })?,
+        },
+    };
+    let opened = download(&store, &root, ReaderOptions::new(key), Some(&args.staging))
         .await
         .context("pitr-download")?;
     let (history, open_refusal, staged_bytes) = match opened {

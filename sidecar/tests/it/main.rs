@@ -2,7 +2,8 @@
 //!
 //! `archiver*`: the binlog archiver over real stores (a PVC-layout temp dir, SeaweedFS) and,
 //! in `archiver_mysql`, a real MySQL 9.7 (`source scripts/provision.sh` first). `crash`: the
-//! archiver killed at each named crash point in a child process, then restarted.
+//! archiver killed at each named crash point in a child process, then restarted. `encrypted`:
+//! the BRV1-sealed archive written by the archiver and read back by the restore's reader.
 //! `backup_restore`, `pitr_restore`: the Job steps on real MySQL 9.7, sharing `mysql_support`.
 
 // This binary is test code only; clippy's allow-unwrap-in-tests covers `#[test]` functions
@@ -13,6 +14,7 @@ mod archiver;
 mod archiver_mysql;
 mod backup_restore;
 mod crash;
+mod encrypted;
 mod mysql_support;
 mod pitr_restore;
 

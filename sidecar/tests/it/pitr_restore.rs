@@ -191,6 +191,7 @@ async fn dump_meta_pitr_download_restore_and_replay_reach_the_target() {
             exclude_gtids: String::new(),
             allow_partial: false,
             staging: staging.clone(),
+            passphrase_file: None,
             storage: storage.clone(),
         })
         .await

@@ -244,7 +244,8 @@ pub fn proposals(state: &State) -> (String, Vec<Proposal>) {
                 DetailTab::Hold => acknowledgement(&key, group, &origin).into_iter().collect(),
                 DetailTab::Reclones => queue_choices(state, &key, group, &origin),
                 DetailTab::Backups => backup_choices(state, &key, group, &origin),
-                DetailTab::Restore | DetailTab::Archive | DetailTab::Runbooks => Vec::new(),
+                DetailTab::Restore | DetailTab::Archive => super::workbench::proposals(state, &key),
+                DetailTab::Runbooks => Vec::new(),
             };
             (format!("{}/{} · {panel}", key.0, key.1), choices)
         }
@@ -258,7 +259,8 @@ pub(super) fn propose(state: &mut State, proposal: Proposal) -> Vec<Effect> {
     let group = op.group();
     let key = (group.namespace.clone(), group.name.clone());
     let backup = match &op {
-        WriteOp::CreateVerification { backup, .. } => {
+        WriteOp::CreateVerification { backup, .. }
+        | WriteOp::RestorePitrToNewGroup { backup, .. } => {
             state.data.backups.get(&(key.0.clone(), backup.clone())).cloned()
         }
         _ => None,

@@ -17,7 +17,7 @@ pub(super) enum Handled {
     No,
     Yes,
     /// The step's action: open its confirm dialog.
-    Propose(Proposal),
+    Propose(Box<Proposal>),
 }
 
 impl From<bool> for Handled {
@@ -115,10 +115,10 @@ fn walk_input(
                         // The same confirm flow as every screen; the walk waits on `expect`
                         // only once the dialog sent it.
                         Some(op) => {
-                            return Handled::Propose(Proposal {
+                            return Handled::Propose(Box::new(Proposal {
                                 op,
                                 origin: Origin::Runbook { runbook: id.to_owned(), step: step_id },
-                            });
+                            }));
                         }
                         // No guided operation sends it: done by hand as the step explains.
                         None => {

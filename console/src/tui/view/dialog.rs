@@ -65,13 +65,7 @@ pub fn lines(dialog: &ConfirmDialog, color: bool) -> Vec<Line<'static>> {
             Span::raw(format!("{}: {}", check.rule, check.line)),
         ]));
     }
-    let primary_down = dialog
-        .prepared
-        .observed
-        .group
-        .as_ref()
-        .and_then(|group| group.status.as_ref())
-        .is_none_or(|status| status.active_site.is_none());
+    let primary_down = crate::ops::verbs::primary_down(&dialog.prepared);
     if let Some(statement) = data_loss_statement(op, primary_down) {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
@@ -256,6 +250,15 @@ pub fn follow_lines(state: &State, op: &WriteOp) -> Vec<Line<'static>> {
                 }),
             );
             lines.push(Line::from(format!(" MysqlBackupVerification {name}: {phase}")));
+        }
+        WriteOp::RestorePitrToNewGroup { name, .. } => {
+            let restored = state.group(&(key.0.clone(), name.clone()));
+            lines.push(Line::from(match restored {
+                Some(restored) => {
+                    format!(" group {name}: restore {}", crate::summary::restore_phase(restored))
+                }
+                None => format!(" group {name}: not in the watched data yet"),
+            }));
         }
     }
     lines

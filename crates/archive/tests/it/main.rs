@@ -1,6 +1,7 @@
 //! Integration tests of bloodraven-archive (feature `fixtures`).
 //!
 //! - `catalog`: the tokens exist in bloodraven-crd's reason catalog.
+//! - `envelope`: the BRV1 object envelope (golden vectors, round trips, alterations).
 //! - `format`: descriptor and manifest round trips, unknown-field preservation.
 //! - `refusals`: one test per reader refusal token, transient handling.
 //! - `properties`: parsers never panic; destination normalization ignores slash noise.
@@ -11,6 +12,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod catalog;
+mod envelope;
 mod format;
 mod properties;
 mod refusals;

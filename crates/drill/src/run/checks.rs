@@ -62,8 +62,22 @@ pub(super) async fn wait(
     }
 }
 
+/// How long an `assert` on an Event that must exist waits for it: the operator writes its
+/// status record first and the Event that reports it after (a record before each side
+/// effect), so an Event may land a moment after the status a `wait` saw.
+const EVENT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub(super) async fn assert(world: &World, check: &Check) -> Result<String, StepError> {
-    let s = probe(world, check, Base::default()).await?;
+    let mut s = probe(world, check, Base::default()).await?;
+    if let Check::Event(event) = check
+        && !event.absent.unwrap_or(false)
+    {
+        let deadline = tokio::time::Instant::now() + EVENT_GRACE;
+        while !s.holds && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            s = probe(world, check, Base::default()).await?;
+        }
+    }
     if s.holds {
         Ok(format!("{} holds: {}", describe(check), s.seen))
     } else {

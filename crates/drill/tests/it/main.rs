@@ -9,17 +9,24 @@
 //! - `sidecar`, `sidecar_fence`: the sidecar beside every mysqld with the operator in-process
 //!   (archive, takeover after failovers, self-fencing drills with the fault proxy).
 //! - `runbook_doctor`: the console's `doctor` at the end of operator drills (a runner hook).
-//! - `runbook_live`: runbooks walked with their actions on the live lab with the operator.
+//! - `runbook_live`, `runbook_live_planned`, `runbook_live_hold`, `runbook_live_queue`: runbooks walked with their actions on the live lab
+//!   with the operator (the planned-failover ones with scaled timings and a ledger).
 //! - `planned`: the planned-failover drills (`drills/planned-*.yaml`), the operator in-process
 //!   with scaled planned-failover timings.
+//! - `planned_status`: planned-failover drills with the run's status writes refused by the lab
+//!   API server mid-run.
 
 #![allow(clippy::unwrap_used, reason = "test helpers; failures are test failures")]
 
 mod drills;
 mod operator;
 mod planned;
+mod planned_status;
 mod runbook_doctor;
 mod runbook_live;
+mod runbook_live_hold;
+mod runbook_live_planned;
+mod runbook_live_queue;
 mod schema;
 mod sidecar;
 mod sidecar_fence;

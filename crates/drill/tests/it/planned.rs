@@ -17,11 +17,11 @@ use bloodraven_operator::manager::Tuning;
 use bloodraven_operator::planned::Timings;
 
 /// The divisor of every planned-failover timing in these drills.
-const SCALE: u32 = 10;
+pub(crate) const SCALE: u32 = 10;
 
 /// The operator's `main` without the process, with scaled planned-failover timings: take the
 /// Lease, then run the controller while holding it.
-struct Scaled;
+pub(crate) struct Scaled;
 
 struct Task(tokio::task::JoinHandle<()>);
 
@@ -74,7 +74,7 @@ impl OperatorLauncher for Scaled {
 }
 
 #[expect(clippy::print_stdout, reason = "the timeline report is the test's record (--no-capture)")]
-async fn play(file: &str) {
+pub(crate) async fn play(file: &str) {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("drills").join(file);
     let drill = load(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -106,8 +106,7 @@ async fn planned_failover_survives_an_operator_restart_in_admitting() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn planned_failover_rolls_back_for_lag_timeout_and_leaves_the_source_fenced_for_a_lost_target()
- {
+async fn planned_failover_rolls_back_for_lag_timeout_and_for_a_target_lost_while_waiting() {
     play("planned-failover-rollback.yaml").await;
 }
 
@@ -119,4 +118,14 @@ async fn planned_failover_leaves_the_source_fenced_when_a_foreign_site_turns_wri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planned_failover_survives_a_leader_change_in_waiting_for_lag() {
     play("planned-failover-leader-change.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_rolls_back_when_the_target_is_demoted_and_keeps_its_settings_snapshot() {
+    play("planned-failover-spec-change.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_leaves_a_killed_source_fenced_and_emergency_failover_takes_over() {
+    play("planned-failover-source-killed.yaml").await;
 }

@@ -213,3 +213,35 @@ async fn kube_clients_reach_a_tls_lab_with_the_generated_kubeconfig() {
     .await;
     lab.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_subresource_fault_refuses_only_status_writes() {
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+        lab.inject(
+            Fault::fail(403)
+                .verb("patch")
+                .resource("widgets")
+                .subresource("status")
+                .times(usize::MAX)
+                .message("status writes are forbidden"),
+        );
+        let status = Patch::Merge(json!({"status": {"phase": "Ready"}}));
+        let refused = api_status(
+            widgets.patch_status("w", &PatchParams::default(), &status).await.unwrap_err(),
+        );
+        assert_eq!((refused.code, refused.message.as_str()), (403, "status writes are forbidden"));
+        let spec = Patch::Merge(json!({"spec": {"color": "blue"}}));
+        widgets
+            .patch("w", &PatchParams::default(), &spec)
+            .await
+            .expect("the main resource is not refused");
+        lab.clear_faults();
+        let written = widgets.patch_status("w", &PatchParams::default(), &status).await.unwrap();
+        assert_eq!(written.status.unwrap().phase.as_deref(), Some("Ready"));
+    })
+    .await;
+    lab.stop().await.unwrap();
+}

@@ -2,6 +2,8 @@
 //! - `crud`: typed kube-rs CRUD, selectors, pagination, conflicts, finalizers, errors;
 //! - `patch`: merge, JSON (with `test`), strategic merge and server-side apply;
 //! - `status`: the status subresource and `metadata.generation`;
+//! - `ssa_status`: server-side apply on /status with several managers (ownership, removal,
+//!   map and atomic lists, conflicts);
 //! - `watching`: raw watches with resume, bookmarks, timeouts and 410; kube-runtime's
 //!   watcher (410 recovery, dropped streams), a reflector store and a toy Controller;
 //! - `kubectl`: Debian's kubectl 1.20 and the machine's kubectl against a CRD-backed object;
@@ -27,6 +29,7 @@ mod rbac;
 mod rbac_kubectl;
 mod review;
 mod snapshot;
+mod ssa_status;
 mod status;
 mod support;
 mod validation;

@@ -150,6 +150,13 @@ fn holds_claim(group: &MysqlFailoverGroup, run_id: &str) -> bool {
     })
 }
 
+/// Whether a poll that returns early (a refused spec) still runs the planned pass: a run in
+/// flight, a hold or its acknowledgement, a terminal marker or a deadline annotation, or a
+/// held claim slot. A bare new request waits for a poll that reaches the regular step.
+pub fn runs_on_early_return(group: &MysqlFailoverGroup, claim: Option<&Deferral>) -> bool {
+    observe::relevant_beyond_request(group, claim)
+}
+
 /// One pass of the group's planned failover.
 pub async fn pass(input: PassInput<'_>, state: &mut PlannedState) -> Passed {
     let PassInput { shared, key, group, .. } = input;

@@ -83,6 +83,32 @@ pub(crate) fn relevant(group: &MysqlFailoverGroup, claim: Option<&Deferral>) -> 
     annotated || live || status.automation_held()
 }
 
+/// [`relevant`] without counting a bare request annotation (nor an acknowledgement with no
+/// hold to acknowledge: it is still looked at while a hold stands).
+pub(crate) fn relevant_beyond_request(
+    group: &MysqlFailoverGroup,
+    claim: Option<&Deferral>,
+) -> bool {
+    use bloodraven_crd::annotations::{PLANNED_FAILOVER, PLANNED_FAILOVER_CONFIRMED};
+    if claim.is_some() {
+        return true;
+    }
+    let bookkeeping = group.metadata.annotations.as_ref().is_some_and(|annotations| {
+        annotations.keys().any(|key| {
+            key.starts_with(PLANNED_FAILOVER)
+                && key != PLANNED_FAILOVER
+                && key != PLANNED_FAILOVER_CONFIRMED
+        })
+    });
+    let status = group.status.clone().unwrap_or_default();
+    let live = status
+        .planned_failover
+        .as_ref()
+        .and_then(|block| block.phase.as_ref())
+        .is_some_and(|phase| !phase.is_terminal());
+    bookkeeping || live || status.automation_held()
+}
+
 /// The claim slot the durable record implies after a restart: a run in a phase that holds
 /// the claim, or a hold.
 pub(crate) fn hydrated_claim(group: &MysqlFailoverGroup) -> Option<Deferral> {
@@ -297,6 +323,28 @@ mod tests {
             }),
             ..MysqlFailoverGroupStatus::default()
         }
+    }
+
+    #[test]
+    fn a_poll_that_returns_early_still_passes_a_run_in_flight_but_not_a_new_request() {
+        let mut request = group(MysqlFailoverGroupStatus::default());
+        request.metadata.annotations = Some(
+            [(bloodraven_crd::annotations::PLANNED_FAILOVER.to_owned(), "pdx".to_owned())].into(),
+        );
+        assert!(relevant(&request, None), "the regular step takes a new request");
+        assert!(!relevant_beyond_request(&request, None), "an early return leaves it waiting");
+        let running = group(block(PlannedFailoverPhase::WaitingForLag));
+        assert!(relevant_beyond_request(&running, None));
+        let ended = group(block(PlannedFailoverPhase::Failed));
+        assert!(!relevant_beyond_request(&ended, None));
+        let claim = Deferral::Claim { run_id: "r1".into() };
+        assert!(relevant_beyond_request(&ended, Some(&claim)), "a held claim slot");
+        let mut marked = group(block(PlannedFailoverPhase::Failed));
+        marked.metadata.annotations = Some(
+            [(bloodraven_crd::annotations::PLANNED_FAILOVER_TERMINAL.to_owned(), "{}".to_owned())]
+                .into(),
+        );
+        assert!(relevant_beyond_request(&marked, None), "a terminal marker");
     }
 
     #[test]
