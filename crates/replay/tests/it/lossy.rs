@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
-use bloodraven_archive::{Destination, SourceRef};
 use bloodraven_gtid::GtidSet;
 use bloodraven_pitr::{BackupMeta, Input, Limits, Request, plan};
 use bloodraven_replay::download::{Opened, download};
@@ -19,12 +18,11 @@ use bloodraven_sites::group::{Group, GroupSpec, replication_link_name};
 use bloodraven_sites::ledger::{Ledger, Outcome};
 use bloodraven_sites::proxy::Fault;
 use bloodraven_sites::workload::{Workload, WorkloadConfig};
-use bloodraven_store::{ArchiveRoot, FsStore};
 use jiff::{SignedDuration, Timestamp};
 use mysql_async::prelude::Queryable as _;
 
 use crate::real_mysql::{run, whole_second_after};
-use crate::support::{connection, sealed, started, tool};
+use crate::support::{connection, destination, sealed, source_ref, started, tool, write_archive};
 
 const UID: &str = "6a1e0c1e-0000-4000-8000-00000000b001";
 const WAIT: Duration = Duration::from_secs(120);
@@ -116,25 +114,12 @@ async fn a_partition_then_a_kill_loses_d_and_the_ledger_confirms_the_replayed_wr
     b_binlogs.pop();
 
     // a's binlogs (read from its data directory: it is dead) and b's, with b's promotion.
-    let destination = Destination::Pvc {
-        namespace: "prod".into(),
-        claim: "orders-pitr".into(),
-        sub_path: "pitr".into(),
-    }
-    .normalize()
-    .unwrap();
-    let source = SourceRef { namespace: "prod".into(), name: "orders".into(), uid: UID.into() };
     let now = Timestamp::now();
-    let mut archive = LocalArchive::new(source, &destination, now, "a");
+    let mut archive = LocalArchive::new(source_ref(UID), &destination("orders-pitr"), now, "a");
     archive.add("a", &sealed(&group.site("a").unwrap().instance, &a_binlogs), now).unwrap();
     archive.add("b", &sealed(b, &b_binlogs), now).unwrap();
     archive.record("b", record);
-    let store_dir = work.path().join("store");
-    std::fs::create_dir_all(&store_dir).unwrap();
-    let store = FsStore::new(&store_dir).unwrap();
-    let root = ArchiveRoot::under_profile("pitr").unwrap();
-    let objects = archive.into_objects().unwrap();
-    bloodraven_store::archive::write_objects(&store, &root, &objects).await.unwrap();
+    let (store, root) = write_archive(archive, &work.path().join("store")).await;
     let staging = work.path().join("staging");
     let Opened::Archive(downloaded) =
         download(&store, &root, ReaderOptions::new(ReaderKey::None), Some(&staging)).await.unwrap()

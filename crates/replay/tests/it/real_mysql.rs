@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
-use bloodraven_archive::{Destination, SourceRef};
 use bloodraven_gtid::GtidSet;
 use bloodraven_pitr::{BackupMeta, Input, Limits, Outcome, Request, plan};
 use bloodraven_replay::download::{Opened, download};
@@ -17,11 +16,12 @@ use bloodraven_replay::lines::{VerdictSource, result_line, verdict_line};
 use bloodraven_replay::local::LocalArchive;
 use bloodraven_replay::replay::{Tools, replay};
 use bloodraven_sites::mysqld::Instance;
-use bloodraven_store::{ArchiveRoot, FsStore};
 use jiff::{SignedDuration, Timestamp};
 use mysql_async::prelude::Queryable as _;
 
-use crate::support::{archive_sealed, connection, sealed, started, tool};
+use crate::support::{
+    archive_sealed, connection, destination, sealed, source_ref, started, tool, write_archive,
+};
 
 const UID: &str = "6a1e0c1e-0000-4000-8000-00000000a001";
 
@@ -279,28 +279,15 @@ async fn the_lost_tail_is_refused_as_d_and_excluding_it_replays_the_promoted_his
     }
 
     // Both sites' binlogs and b's promotion record, archived.
-    let destination = Destination::Pvc {
-        namespace: "prod".into(),
-        claim: "orders-pitr".into(),
-        sub_path: "pitr".into(),
-    }
-    .normalize()
-    .unwrap();
-    let group = SourceRef { namespace: "prod".into(), name: "orders".into(), uid: UID.into() };
     let now = Timestamp::now();
-    let mut archive = LocalArchive::new(group, &destination, now, "a");
+    let mut archive = LocalArchive::new(source_ref(UID), &destination("orders-pitr"), now, "a");
     for (name, site) in [("a", &a), ("b", &b)] {
         let mut names = site.binary_logs().await.unwrap();
         names.pop();
         archive.add(name, &sealed(site, &names), now).unwrap();
     }
     archive.record("b", record);
-    let store_dir = work.path().join("store");
-    std::fs::create_dir_all(&store_dir).unwrap();
-    let store = FsStore::new(&store_dir).unwrap();
-    let root = ArchiveRoot::under_profile("pitr").unwrap();
-    let objects = archive.into_objects().unwrap();
-    bloodraven_store::archive::write_objects(&store, &root, &objects).await.unwrap();
+    let (store, root) = write_archive(archive, &work.path().join("store")).await;
     let staging = work.path().join("staging");
     let Opened::Archive(downloaded) =
         download(&store, &root, ReaderOptions::new(ReaderKey::None), Some(&staging)).await.unwrap()

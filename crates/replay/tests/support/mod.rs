@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bloodraven_archive::{Destination, SourceRef};
+use bloodraven_archive::{Destination, NormalizedDestination, SourceRef};
 use bloodraven_replay::local::{LocalArchive, SealedFile};
 use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
 use bloodraven_sites::template::ensure_template_async;
@@ -63,14 +63,30 @@ pub(crate) async fn archive_sealed(
     let mut names = source.binary_logs().await.unwrap();
     names.pop();
     let files = sealed(source, &names);
-    let destination =
-        Destination::Pvc { namespace: "prod".into(), claim: claim.into(), sub_path: "pitr".into() }
-            .normalize()
-            .unwrap();
-    let group = SourceRef { namespace: "prod".into(), name: "orders".into(), uid: uid.into() };
     let now = Timestamp::now();
-    let mut archive = LocalArchive::new(group, &destination, now, "iad");
+    let mut archive = LocalArchive::new(source_ref(uid), &destination(claim), now, "iad");
     archive.add("iad", &files, now).unwrap();
+    write_archive(archive, store_dir).await
+}
+
+/// PVC `claim` in namespace `prod`, sub-path `pitr`, normalized.
+pub(crate) fn destination(claim: &str) -> NormalizedDestination {
+    Destination::Pvc { namespace: "prod".into(), claim: claim.into(), sub_path: "pitr".into() }
+        .normalize()
+        .unwrap()
+}
+
+/// The group `prod/orders` with `uid`.
+pub(crate) fn source_ref(uid: &str) -> SourceRef {
+    SourceRef { namespace: "prod".into(), name: "orders".into(), uid: uid.into() }
+}
+
+/// Writes `archive`'s objects into a filesystem store at `store_dir` under the profile root
+/// `pitr`; returns the store and the root.
+pub(crate) async fn write_archive(
+    archive: LocalArchive,
+    store_dir: &Path,
+) -> (FsStore, ArchiveRoot) {
     let objects = archive.into_objects().unwrap();
     std::fs::create_dir_all(store_dir).unwrap();
     let store = FsStore::new(store_dir).unwrap();
