@@ -75,6 +75,13 @@ if printf '%s\n' "${selected[@]}" | grep -q '^script:'; then
   fi
 fi
 
+if printf '%s\n' "${selected[@]}" | grep -q '^cargo:bloodraven-console:admitting'; then
+  # The live-lab benchmark runs the real operator as a process: the workspace's dev build.
+  log "building bloodraven-operator (dev) for the live-lab console benchmark"
+  cargo build --locked -p bloodraven-operator --bin bloodraven-operator
+  export BLOODRAVEN_OPERATOR_BIN="${BLOODRAVEN_OPERATOR_BIN:-$root/target/debug/bloodraven-operator}"
+fi
+
 failed=0
 for unit in "${selected[@]}"; do
   file=$(printf '%s' "${unit%:*}" | tr ':/' '--'); [ "${unit%%:*}" = script ] && file=${unit/:/-}

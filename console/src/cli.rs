@@ -97,6 +97,10 @@ pub enum PitrCommand {
     /// Plan a restore of a backup to a target time (or the latest state): print the plan or
     /// the refusal exactly as the restore would (read-only).
     Plan(PitrPlanArgs),
+    /// Restore a backup to a target time (or the latest state) into a NEW group, from the same
+    /// plan: the preflight, the exact request, a confirmation (the new group's name), the
+    /// audit journal and the manifest saved for review, as the console's PITR workbench.
+    RestoreNew(crate::ops::verbs::PitrRestoreNewArgs),
 }
 
 /// `pitr plan` arguments.

@@ -65,6 +65,9 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<Value>,
     pub operation: Value,
+    /// The file the request's manifest was also saved to for review (a new group's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
     /// The exact request and its precondition (before).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request: Option<Value>,
@@ -168,6 +171,7 @@ mod tests {
             context: "lab".to_owned(),
             origin: Some(serde_json::json!({ "runbook": "hold", "step": "acknowledge" })),
             operation: serde_json::json!({ "op": "reclone" }),
+            manifest: None,
             request: None,
             preflight: None,
             result: None,

@@ -162,6 +162,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
             // A refusal is the answer, not an error of the command: exit 2 as a finding.
             Ok(if answer.result.is_ok() { Exit::Success } else { Exit::Findings })
         }
+        Some(Command::Pitr(cli::PitrCommand::RestoreNew(args))) => {
+            pitr_restore_new(&cli, args).await
+        }
         Some(Command::Completions(args)) => {
             let argv0 = std::env::args_os().next();
             let mut command = cli::command_for(argv0.as_deref());
@@ -309,6 +312,43 @@ pub(crate) async fn console_client(
 
 /// Runs one of the write verbs (`promote`, `ack-planned-failover-hold`, `reclone-queue`,
 /// `backup`, `verify-backup`).
+/// `pitr restore-new`: plans as `pitr plan` does (printed on stderr), then proposes the restore
+/// into a new group through the write verbs' flow.
+async fn pitr_restore_new(
+    cli: &Cli,
+    args: &ops::verbs::PitrRestoreNewArgs,
+) -> anyhow::Result<Exit> {
+    let (client, connection) =
+        client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
+    let namespace = cli.global.namespace.clone().unwrap_or(connection.default_namespace);
+    let access = archive::ArchiveAccess {
+        archive_root: cli.global.archive_root.clone(),
+        secret_client: cli.global.archive_credentials_from_secret.then(|| client.clone()),
+    };
+    let query = archive::plan::PlanQuery {
+        namespace: namespace.clone(),
+        group: args.group.clone(),
+        backup: args.backup.clone(),
+        target: if args.latest { None } else { args.target.clone() },
+        exclude_gtids: args.exclude_gtids.clone(),
+        json: false,
+    };
+    let answer = archive::plan::plan(client.clone(), &access, &query).await?;
+    archive::plan::print(&answer, false, &mut std::io::stderr())?;
+    let planned = match &answer.result {
+        Ok(plan) => Ok(plan.newest_replayed),
+        Err(refusal) => Err(format!("{}: {}", refusal.token, refusal.message)),
+    };
+    let groups: kube::Api<bloodraven_crd::MysqlFailoverGroup> =
+        kube::Api::namespaced(client, &namespace);
+    let group = groups
+        .get(&args.group)
+        .await
+        .with_context(|| format!("reading MysqlFailoverGroup {namespace}/{}", args.group))?;
+    let op = ops::verbs::pitr_new::operation(&namespace, args, &group, &planned)?;
+    write_verb(cli, ops::verbs::Verb::PitrRestoreNew(Box::new(args.clone()), Box::new(op))).await
+}
+
 async fn write_verb(cli: &Cli, verb: ops::verbs::Verb) -> anyhow::Result<Exit> {
     let at = ops::verbs::Where {
         kubeconfig: cli.global.kubeconfig.clone(),

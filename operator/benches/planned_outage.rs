@@ -11,9 +11,16 @@
 //! first refused write to the first accepted write. The run's record must end Succeeded.
 //!
 //! The second series repeats it with the application workload writing 1,000 rows/s through
-//! the `-primary` Service (`bloodraven-sites`' workload, one session; its achieved rate is
-//! reported): the target must then apply the fenced set before it is promoted. After each run
-//! the `-primary` link's sessions are reset, as a pool drops a read-only server.
+//! the `-primary` Service (`bloodraven-sites`' workload in 8 concurrent sessions with disjoint
+//! keys, `BLOODRAVEN_BENCH_SESSIONS` to change; one session reaches about 250 writes/s here):
+//! the target must then apply the fenced set before it is promoted. After each run the
+//! `-primary` link's sessions are reset, as a pool drops a read-only server. Its achieved rate
+//! is reported twice: over 5 s before the first run (`steady=`) and over the whole series,
+//! outages and convergence waits included (`achieved=`). At the end the merged ledger of every
+//! session is verified against the last target: every acknowledged write present (RPO 0).
+//!
+//! Each run prints its record's drain (`drain.startTime` → `completionTime`) and lag wait
+//! (`lagWait.startTime` → `catchUpTime`), to say where an outage went.
 
 #![allow(
     clippy::unwrap_used,
@@ -37,7 +44,7 @@ use bloodraven_sites::accounts::{self, APPLICATION};
 use bloodraven_sites::mysqld::MysqlDist;
 use bloodraven_sites::proxy::ProxyHub;
 use bloodraven_sites::template::ensure_template_async;
-use bloodraven_sites::workload::{Workload, WorkloadConfig};
+use bloodraven_sites::workload::{Workload, WorkloadConfig, verify_at};
 use bloodraven_workloads::{Resolver, ports, primary_service_name};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use mysql_async::prelude::Queryable;
@@ -142,12 +149,18 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     let outage = accepted.duration_since(refused).as_secs_f64();
-    let outcome = wait_for("the run's terminal record", || {
+    let (outcome, phases) = wait_for("the run's terminal record", || {
         let group =
             lab.get("shipstream.io/v1alpha1", "MysqlFailoverGroup", Some(NAMESPACE), GROUP)?;
         let block = &group["status"]["plannedFailover"];
-        matches!(block["phase"].as_str(), Some("Succeeded" | "Failed"))
-            .then(|| format!("{} {block:#} sites {:#}", block["phase"], group["status"]["sites"]))
+        matches!(block["phase"].as_str(), Some("Succeeded" | "Failed")).then(|| {
+            let phases = format!(
+                "drain {} s, lag wait {} s",
+                between(&block["drain"]["startTime"], &block["drain"]["completionTime"]),
+                between(&block["lagWait"]["startTime"], &block["lagWait"]["catchUpTime"]),
+            );
+            (format!("{} {block:#} sites {:#}", block["phase"], group["status"]["sites"]), phases)
+        })
     })
     .await;
     assert!(outcome.starts_with("\"Succeeded\""), "run {index}: {outcome}");
@@ -157,8 +170,22 @@ async fn run(
         (converged(&group)? == target).then_some(())
     })
     .await;
-    println!("run {index}: {source} -> {target}: outage {outage:.3} s");
+    println!("run {index}: {source} -> {target}: outage {outage:.3} s ({phases})");
     outage
+}
+
+/// Seconds between two RFC 3339 times of the record (`?` when one is missing).
+fn between(from: &Value, to: &Value) -> String {
+    let at = |value: &Value| value.as_str()?.parse::<jiff::Timestamp>().ok();
+    match (at(from), at(to)) {
+        (Some(from), Some(to)) => format!("{:.3}", to.duration_since(from).as_secs_f64()),
+        _ => "?".to_owned(),
+    }
+}
+
+/// Concurrent workload sessions (`BLOODRAVEN_BENCH_SESSIONS`, default 8).
+fn sessions() -> u32 {
+    std::env::var("BLOODRAVEN_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(8)
 }
 
 /// What one series measured.
@@ -166,6 +193,12 @@ struct Series {
     outages: Vec<f64>,
     /// The workload's acknowledged writes per second over the series (none without load).
     achieved_rate: Option<f64>,
+    /// Its rate over 5 s before the first run.
+    steady_rate: Option<f64>,
+    /// The workload's sessions (0 without load).
+    sessions: u32,
+    /// Acknowledged writes, all on the last target (the series panics otherwise).
+    acknowledged: u64,
 }
 
 async fn bench(dist: &MysqlDist, runs: u64, load: Option<u32>) -> Series {
@@ -219,10 +252,17 @@ async fn bench(dist: &MysqlDist, runs: u64, load: Option<u32>) -> Series {
         let mut config =
             WorkloadConfig::new(format!("{}:{}", primary.host, primary.port).parse().unwrap());
         config.rate_per_sec = rate;
+        config.sessions = sessions();
         (Workload::start(config), Instant::now())
     });
+    let mut steady_rate = None;
     if let Some((workload, _)) = &workload {
         workload.wait_acknowledged(100, BOUND).await.expect("the workload writes");
+        let (before, started) = (workload.acknowledged(), Instant::now());
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let rate = (workload.acknowledged() - before) as f64 / started.elapsed().as_secs_f64();
+        println!("workload: {rate:.0} writes/s in {} sessions before the first run", sessions());
+        steady_rate = Some(rate);
     }
     let mut active = first;
     let mut outages = Vec::new();
@@ -234,19 +274,58 @@ async fn bench(dist: &MysqlDist, runs: u64, load: Option<u32>) -> Series {
             hub.get(&primary_link).expect("the -primary link").reset();
         }
     }
-    let achieved_rate = match workload {
+    let (achieved_rate, acknowledged) = match workload {
         Some((workload, started)) => {
             let rate = workload.acknowledged() as f64 / started.elapsed().as_secs_f64();
-            let _ = workload.stop().await;
-            Some(rate)
+            let ledger = workload.stop().await.expect("the workload's ledger");
+            // Every session's acknowledged writes are on the last target (RPO 0 across them).
+            let report = wait_for_async("the ledger verified on the last target", || async {
+                verify_at(&ledger, address(&active), &APPLICATION).await.ok()
+            })
+            .await;
+            assert!(
+                report.rpo_zero(),
+                "{} acknowledged writes lost: {:?}",
+                report.lost.len(),
+                report.lost_keys()
+            );
+            assert!(report.phantom.is_empty(), "phantom writes: {:?}", report.phantom);
+            println!(
+                "ledger: {} attempts, {} acknowledged, all on {active}; {} in doubt; failures {:?}",
+                report.attempts,
+                report.acknowledged,
+                report.in_doubt.len(),
+                report.failures
+            );
+            (Some(rate), report.acknowledged as u64)
         }
-        None => None,
+        None => (None, 0),
     };
     controller.abort();
     drop(context);
     kubelet.shutdown().await;
     lab.stop().await.expect("the lab stops");
-    Series { outages, achieved_rate }
+    Series {
+        outages,
+        achieved_rate,
+        steady_rate,
+        sessions: load.map_or(0, |_| sessions()),
+        acknowledged,
+    }
+}
+
+async fn wait_for_async<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < BOUND, "gave up after {BOUND:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 fn main() {
@@ -259,11 +338,17 @@ fn main() {
         ("operator/planned/write_outage_median", None),
         ("operator/planned/write_outage_median_1000wps", Some(1000)),
     ] {
-        let Series { outages: mut all, achieved_rate } = runtime.block_on(bench(&dist, runs, load));
+        let Series { outages: mut all, achieved_rate, steady_rate, sessions, acknowledged } =
+            runtime.block_on(bench(&dist, runs, load));
         let listed = all.iter().map(|value| format!("{value:.3}")).collect::<Vec<_>>().join(",");
         let max = all.iter().copied().fold(0.0, f64::max);
         let median = median(&mut all);
-        let rate = achieved_rate.map(|rate| format!(" achieved={rate:.0}w/s")).unwrap_or_default();
+        let rate = match (achieved_rate, steady_rate) {
+            (Some(rate), Some(steady)) => format!(
+                " sessions={sessions} steady={steady:.0}w/s achieved={rate:.0}w/s acknowledged={acknowledged} rpo=0"
+            ),
+            _ => String::new(),
+        };
         println!("BENCH {id} {median:.3} s runs={runs} max={max:.3}s{rate} all={listed}");
     }
 }

@@ -331,6 +331,12 @@ pub async fn run(context: Arc<Context>, namespace: Option<&str>) {
         () = pitr => {}
         () = crate::backup::controller::run(backups, namespace) => {}
         () = crate::backup::verification::controller::run(verifications, namespace) => {}
+        // Schedules' CronJobs, their runs' MysqlBackups and retention (backup/housekeeping.rs).
+        () = crate::backup::housekeeping::run(
+            shared.clone(),
+            namespace,
+            bloodraven_workloads::DEFAULT_SIDECAR_IMAGE.to_owned(),
+        ) => {}
     }
 }
 

@@ -21,6 +21,7 @@ pub mod pitr_cutoff;
 pub mod planned;
 pub mod pods;
 mod publish;
+pub mod reclone;
 pub mod restore;
 pub mod sql;
 pub mod status;

@@ -43,6 +43,9 @@ pub struct Tuning {
     /// The planned-failover deadlines ([`crate::planned::Timings::document`]; drills scale
     /// them).
     pub planned: crate::planned::Timings,
+    /// The bounds of a promotion: the receiver's stop and the applier's catch-up on what the
+    /// candidate had received ([`apply::PromoteTimings::document`]).
+    pub promote: apply::PromoteTimings,
 }
 
 impl Default for Tuning {
@@ -53,6 +56,7 @@ impl Default for Tuning {
             recovery_threshold: 2,
             bounds: Bounds { connect: Duration::from_millis(1500), query: Duration::from_secs(2) },
             planned: crate::planned::Timings::document(),
+            promote: apply::PromoteTimings::document(),
         }
     }
 }
@@ -193,6 +197,8 @@ pub struct GroupState {
     restore_run: crate::restore::run_io::RunMemory,
     /// The `bloodraven_restore_reclone_pending` samples last set (removed when they go).
     restore_gauge: Vec<(String, String)>,
+    /// The clones of the empty sites after a bootstrap restore succeeded.
+    bootstrap_clones: crate::restore::bootstrap::io::CloneMemory,
 }
 
 /// Runs the topology manager of one group until the group is deleted.
@@ -306,6 +312,7 @@ pub async fn poll_once(
             }),
         bounds: shared.tuning.bounds,
         planned: shared.tuning.planned,
+        promote: shared.tuning.promote,
     };
     let status = group.status.clone().unwrap_or_default();
     let credentials = match crate::credentials::cached(
@@ -449,6 +456,26 @@ pub async fn poll_once(
             return Ok(Some(tuning.poll_interval));
         }
     }
+    // The bootstrap restore (spec.initFromBackup): its record comes before its Job, and a pass
+    // that wrote ends this poll. A failed pass does not stop the seeding below.
+    let bootstrap = crate::restore::bootstrap::io::BootstrapContext {
+        client: &shared.client,
+        recorder: &shared.recorder,
+        group: &group,
+        facts: &facts,
+        account: &credentials.operator,
+        now,
+    };
+    match crate::restore::bootstrap::io::pass(&bootstrap).await {
+        Ok(crate::restore::bootstrap::io::Passed::Acted) => {
+            return Ok(Some(tuning.poll_interval));
+        }
+        Ok(crate::restore::bootstrap::io::Passed::Idle) => {}
+        Err(error) => {
+            tracing::warn!(namespace = %key.namespace, group = %key.name, %error, "bootstrap restore");
+        }
+    }
+    let gated = crate::restore::bootstrap::gated(&group);
 
     let cooldown = group
         .spec
@@ -470,21 +497,44 @@ pub async fn poll_once(
     // The restore's guards, from the status just read through the API server (a failed read
     // skips the poll, so a guard is only ever released by a confirming read).
     let restore_guards = crate::restore::guards::guards(&status);
-    let excluded = restore_guards.excluded.clone();
-    let steps = plan(&PlanInput {
-        facts: &facts,
-        recorded_active: status.active_site.as_deref(),
-        priorities: &priorities,
-        cooldown,
-        failure_threshold: tuning.failure_threshold,
-        recovery_threshold: tuning.recovery_threshold,
-        history: &state.history,
-        deferral: deferral.as_ref(),
-        excluded: &excluded,
-        restore: &restore_guards,
-        addresses: &addresses,
-        now,
-    });
+    let mut excluded = restore_guards.excluded.clone();
+    // After a bootstrap restore: the empty sites are cloned from the seed before convergence
+    // repoints them (the load is not in the seed's binary log).
+    let bootstrap_clones = if group.spec.init_from_backup.is_some() && !gated {
+        crate::restore::bootstrap::clone_targets(&facts, status.active_site.as_deref(), &excluded)
+    } else {
+        Vec::new()
+    };
+    for site in &bootstrap_clones {
+        excluded.insert(site.clone(), crate::restore::bootstrap::CLONE_PENDING.to_owned());
+    }
+    let default_seed =
+        crate::restore::bootstrap::plan::default_seed(&group.spec.sites, &priorities);
+    let steps = if gated {
+        // While the bootstrap restore has not succeeded the manager only seeds.
+        crate::restore::bootstrap::seed_steps(&crate::restore::bootstrap::SeedInput {
+            facts: &facts,
+            recorded_active: status.active_site.as_deref(),
+            restore: &status.restore.clone().unwrap_or_default(),
+            default_seed: default_seed.as_deref(),
+            by_priority: default_seed.as_ref().is_some_and(|seed| priorities.contains(seed)),
+        })
+    } else {
+        plan(&PlanInput {
+            facts: &facts,
+            recorded_active: status.active_site.as_deref(),
+            priorities: &priorities,
+            cooldown,
+            failure_threshold: tuning.failure_threshold,
+            recovery_threshold: tuning.recovery_threshold,
+            history: &state.history,
+            deferral: deferral.as_ref(),
+            excluded: &excluded,
+            restore: &restore_guards,
+            addresses: &addresses,
+            now,
+        })
+    };
     if steps.iter().any(|step| !matches!(step, Step::Alert(_))) {
         tracing::info!(namespace = %key.namespace, group = %key.name, ?steps, "topology plan");
     }
@@ -573,7 +623,7 @@ pub async fn poll_once(
                     crash(CrashStep::OperatorFailoverAfterFence);
                     crash(CrashStep::OperatorFailoverBeforePromote);
                 }
-                match apply::promote(pool, site, tuning.bounds).await {
+                match apply::promote(pool, site, tuning.bounds, tuning.promote).await {
                     Ok(gtid) => {
                         let emergency = matches!(by, PromoteWhy::Emergency { .. });
                         if emergency {
@@ -748,6 +798,15 @@ pub async fn poll_once(
     if let Err(error) = crate::restore::queue_io::poll(&queue, &mut state.reclone).await {
         tracing::warn!(namespace = %key.namespace, group = %key.name, %error, "reclone queue");
     }
+    crate::restore::bootstrap::io::clones(
+        &mut state.bootstrap_clones,
+        &bootstrap_clones,
+        status.active_site.as_deref(),
+        &addresses,
+        &credentials.operator,
+        now,
+    )
+    .await;
     let mut body = render(&PollOutcome {
         facts: &facts,
         active: active.as_deref(),
@@ -762,6 +821,15 @@ pub async fn poll_once(
     });
     // A standing reclone queue: Degraded/Ready say so, and the gauge names each queued site.
     crate::restore::signals::apply(&mut body, status.restore_reclones.as_ref(), now);
+    if group.spec.init_from_backup.is_some() {
+        crate::restore::bootstrap::apply_ready(
+            &mut body,
+            status.restore.as_ref(),
+            gated,
+            &bootstrap_clones,
+            now,
+        );
+    }
     let samples = crate::restore::signals::gauge(status.restore_reclones.as_ref());
     let queued = |(site, phase): &(String, String)| crate::metrics::QueuedSiteLabels {
         namespace: key.namespace.clone(),

@@ -206,6 +206,10 @@ fn replica_from_row(row: &Row) -> ReplicaObservation {
         auto_position: column_string(row, "Auto_Position") == "1",
         last_io_error: column_string(row, "Last_IO_Error"),
         last_sql_error: column_string(row, "Last_SQL_Error"),
+        // A set that does not parse ranks as nothing received beyond the executed set (what
+        // the ranking did before it read the relay log); `parse_gtid` logs it.
+        retrieved_gtid_set: parse_gtid(&column_string(row, "Retrieved_Gtid_Set"))
+            .unwrap_or_default(),
     }
 }
 

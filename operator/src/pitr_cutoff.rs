@@ -211,6 +211,7 @@ mod tests {
             normalized,
             group_uid: "uid-1".into(),
             encryption_mode: MODE_NONE,
+            encryption: None,
             storage: PitrStorage::Pvc { claim: "b".into() },
             poll_interval: None,
         }

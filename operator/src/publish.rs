@@ -155,11 +155,18 @@ pub(crate) async fn publish_primary(
         .await
         .map_err(kube_error("listing the group's pods"))?;
     let thresholds = LagThresholds::from_spec(group.spec.replication.as_ref());
+    // Until a bootstrap restore succeeded no pod is primary or healthy: every Service of the
+    // group has no endpoints (backup-and-restore, "Applications wait for the restore").
+    let gated = crate::restore::bootstrap::gated(group);
     for pod in list {
         let pod_labels = pod.labels();
         let Some(site) = pod_labels.get(labels::SITE) else { continue };
         let fact = facts.iter().find(|fact| &fact.name == site);
-        let (role, healthy) = pod_role(site, fact, active, promoted, thresholds);
+        let (role, healthy) = if gated {
+            (labels::ROLE_REPLICA, false)
+        } else {
+            pod_role(site, fact, active, promoted, thresholds)
+        };
         let want_healthy = healthy.then_some(labels::HEALTHY_TRUE);
         if pod_labels.get(labels::ROLE).map(String::as_str) == Some(role)
             && pod_labels.get(labels::HEALTHY).map(String::as_str) == want_healthy

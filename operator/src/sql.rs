@@ -28,6 +28,26 @@ pub const STOP_REPLICA_SQL_THREAD: &str = "STOP REPLICA SQL_THREAD";
 /// Stop the receiver (I/O) thread: on a frozen source it can wait until `replica_net_timeout`.
 pub const STOP_REPLICA_IO_THREAD: &str = "STOP REPLICA IO_THREAD";
 
+/// Start the applier (SQL) thread alone: a promotion applies what the receiver already wrote
+/// to the relay log, also on a candidate whose applier someone stopped.
+pub const START_REPLICA_SQL_THREAD: &str = "START REPLICA SQL_THREAD";
+
+/// What the default channel's receiver wrote to the relay log, the transaction it was in the
+/// middle of (empty when none), and whether the applier runs; no row without a channel.
+/// performance_schema columns present since MySQL 8.0.2.
+pub const READ_RECEIVED: &str = "SELECT c.RECEIVED_TRANSACTION_SET, c.QUEUEING_TRANSACTION, \
+     a.SERVICE_STATE FROM performance_schema.replication_connection_status AS c \
+     JOIN performance_schema.replication_applier_status AS a ON a.CHANNEL_NAME = c.CHANNEL_NAME \
+     WHERE c.CHANNEL_NAME = ''";
+
+/// `SELECT WAIT_FOR_EXECUTED_GTID_SET(<set>, <seconds>)`: 0 once the server executed `set`, 1
+/// when `seconds` (whole seconds, at least 1: the function's fractional form is not relied on)
+/// elapsed first.
+pub fn wait_for_executed(set: &bloodraven_gtid::GtidSet, bound: std::time::Duration) -> String {
+    let seconds = bound.as_secs() + u64::from(bound.subsec_nanos() > 0);
+    format!("SELECT WAIT_FOR_EXECUTED_GTID_SET({}, {})", quote(&set.to_string()), seconds.max(1))
+}
+
 /// `KILL <id>`: ends a session (its socket is shut at once) from another connection.
 pub fn kill(connection_id: u32) -> String {
     format!("KILL {connection_id}")
@@ -100,6 +120,18 @@ mod tests {
     #[test]
     fn the_one_round_trip_reading_is_the_two_statements() {
         assert_eq!(READ_SITE, format!("{READ_FLAGS}; {SHOW_REPLICA_STATUS}"));
+    }
+
+    #[test]
+    fn the_catch_up_wait_quotes_the_set_and_rounds_its_bound_up() {
+        let set: bloodraven_gtid::GtidSet =
+            "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5".parse().unwrap();
+        assert_eq!(
+            wait_for_executed(&set, std::time::Duration::from_millis(2500)),
+            "SELECT WAIT_FOR_EXECUTED_GTID_SET('3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5', 3)"
+        );
+        assert!(wait_for_executed(&set, std::time::Duration::ZERO).ends_with(", 1)"));
+        assert!(wait_for_executed(&set, std::time::Duration::from_secs(30)).ends_with(", 30)"));
     }
 
     #[test]

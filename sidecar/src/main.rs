@@ -40,12 +40,26 @@ enum Command {
     Replay(Box<jobs::replay::ReplayArgs>),
     /// MysqlBackupVerification Job step: load a backup into a throwaway mysqld and prove it.
     Verify(Box<jobs::verify::VerifyArgs>),
+    /// Cleanup Job step: delete a deleted MysqlBackup's recorded artifact.
+    ArtifactCleanup(Box<jobs::cleanup::CleanupArgs>),
+    /// A backup schedule's CronJob run: report the run (the operator creates its MysqlBackup).
+    ScheduledBackup(Box<jobs::schedule::ScheduleArgs>),
 }
 
 /// The subcommand names; any other first argument (or none) runs the daemon with its
 /// environment and flags exactly as before subcommands existed.
-const SUBCOMMANDS: &[&str] =
-    &["run", "backup", "restore", "dump-meta", "pitr-download", "replay", "verify", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "run",
+    "backup",
+    "restore",
+    "dump-meta",
+    "pitr-download",
+    "replay",
+    "verify",
+    "artifact-cleanup",
+    "scheduled-backup",
+    "help",
+];
 
 /// Bloodraven sidecar: peer awareness, self-fencing and the HTTP status of one MySQL pod.
 #[derive(Debug, Parser)]
@@ -192,6 +206,21 @@ async fn main() -> anyhow::Result<()> {
                 Err(anyhow::Error::new(refusal).context("verify failed"))
             }
         },
+        Command::ArtifactCleanup(args) => match jobs::cleanup::run(*args).await {
+            Ok(done) => {
+                print_line(&done.line());
+                Ok(())
+            }
+            Err(failure) => {
+                print_line(&failure.line());
+                tracing::error!(error = %failure, "artifact cleanup failed");
+                std::process::exit(failure.exit_code());
+            }
+        },
+        Command::ScheduledBackup(args) => {
+            print_line(&jobs::schedule::line(&args));
+            Ok(())
+        }
     }
 }
 

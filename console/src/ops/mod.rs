@@ -22,6 +22,7 @@ pub mod config;
 pub mod confirm;
 mod preflight;
 mod preview;
+pub mod review;
 pub mod send;
 mod statement;
 pub mod verbs;

@@ -81,6 +81,8 @@ pub enum SendError {
     Transport(String),
     #[error(transparent)]
     Journal(#[from] JournalError),
+    #[error(transparent)]
+    Review(#[from] super::review::ReviewError),
 }
 
 /// What a sent operation returned.
@@ -254,6 +256,8 @@ pub async fn send(
     }
     let patch = prepared.patch.clone()?;
     let id = format!("{}-{}", op.kind(), now.as_nanosecond());
+    // A new group's corrected manifest is also kept for review; the records name the file.
+    let manifest = super::review::save(session.journal.dir(), op, &patch)?;
     let before = Record {
         time: now,
         id: id.clone(),
@@ -262,6 +266,7 @@ pub async fn send(
         context: session.context.clone(),
         origin: Some(origin.to_json()),
         operation: serde_json::to_value(op).unwrap_or_default(),
+        manifest: manifest.map(|path| path.display().to_string()),
         request: serde_json::to_value(&patch).ok(),
         preflight: serde_json::to_value(&prepared.preflight).ok(),
         result: None,

@@ -1,6 +1,6 @@
 //! The CLI verbs of guided operations, on the same [`WriteOp`], preflight and preview as the
 //! console: `promote`, `ack-planned-failover-hold`, `reclone-queue drain|release`, `backup`,
-//! `verify-backup`.
+//! `verify-backup`, `pitr restore-new` ([`pitr_new`]).
 //!
 //! Each verb reads the group, prints the preflight and the exact request, and sends it only
 //! after a confirmation: typing the confirmation name at a terminal, or `--yes --confirm
@@ -24,7 +24,12 @@ use super::{GroupRef, WriteOp, confirmation_name, data_loss_statement};
 use crate::client::{WriteSwitch, connect_guarded};
 use crate::journal::{self, Journal};
 
+pub mod pitr_new;
 mod wait;
+
+pub use pitr_new::PitrRestoreNewArgs;
+
+pub(crate) use wait::newest_ignored;
 
 /// Flags every write verb takes.
 #[derive(Clone, Debug, Default, Args)]
@@ -139,6 +144,8 @@ pub enum Verb {
     RecloneQueue(RecloneQueueArgs),
     Backup(BackupArgs),
     VerifyBackup(VerifyBackupArgs),
+    /// `pitr restore-new`, with the operation built from its plan ([`pitr_new::operation`]).
+    PitrRestoreNew(Box<PitrRestoreNewArgs>, Box<WriteOp>),
 }
 
 impl Verb {
@@ -149,6 +156,7 @@ impl Verb {
             Verb::RecloneQueue(args) => &args.write,
             Verb::Backup(args) => &args.write,
             Verb::VerifyBackup(args) => &args.write,
+            Verb::PitrRestoreNew(args, _) => &args.write,
         }
     }
 }
@@ -246,6 +254,7 @@ async fn operation(
                 backup: args.backup.clone(),
             }
         }
+        Verb::PitrRestoreNew(_, op) => (**op).clone(),
     })
 }
 
@@ -339,6 +348,17 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
     let mut prepared = send::prepare(&client, op.clone(), now).await?;
     let mut stdout = std::io::stdout();
     let json = write.output == ResultFormat::Json;
+    // A new group's corrected manifest is also saved for review, before anything is asked.
+    let manifest = match &prepared.patch {
+        Ok(patch) => {
+            let dir = match &write.journal_dir {
+                Some(dir) => dir.clone(),
+                None => journal::default_dir()?,
+            };
+            super::review::save(&dir, &prepared.op, patch)?
+        }
+        Err(_) => None,
+    };
     if write.dry_run {
         if json {
             let value = json!({
@@ -346,12 +366,19 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
                 "preflight": prepared.preflight,
                 "confirmable": prepared.confirmable(),
                 "request": prepared.patch.as_ref().ok(),
+                "manifest": manifest.as_ref().map(|path| path.display().to_string()),
             });
             writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
         } else {
             show(&mut stdout, &prepared)?;
+            if let Some(path) = &manifest {
+                writeln!(stdout, "manifest saved for review: {}", path.display())?;
+            }
         }
         return Ok(());
+    }
+    if let Some(path) = &manifest {
+        eprintln_safe(&format!("manifest saved for review: {}", path.display()));
     }
     if let Some(pattern) = pinned {
         bail!(
@@ -383,7 +410,7 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
         );
     }
     let user = access.user;
-    let sent = loop {
+    let (sent, sent_at) = loop {
         show(&mut std::io::stderr(), &prepared)?;
         if !prepared.confirmable() {
             bail!("the preflight refuses {}: nothing was sent", prepared.op.summary());
@@ -394,16 +421,11 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
         if !confirmed {
             bail!("not confirmed (the confirmation is {name:?}): nothing was sent");
         }
-        match send::send(
-            &session,
-            &prepared,
-            user.as_deref(),
-            &super::confirm::Origin::Cli,
-            jiff::Timestamp::now(),
-        )
-        .await
+        let at = jiff::Timestamp::now();
+        match send::send(&session, &prepared, user.as_deref(), &super::confirm::Origin::Cli, at)
+            .await
         {
-            Ok(sent) => break sent,
+            Ok(sent) => break (sent, at),
             Err(SendError::Conflict { what, message }) => {
                 eprintln_safe(&format!(
                     "{what} changed since it was read ({message}); nothing was written. Re-reading."
@@ -435,7 +457,8 @@ pub async fn run(verb: &Verb, at: &Where) -> anyhow::Result<()> {
         )?;
     }
     if write.wait {
-        follow(&client, &prepared, Duration::from_secs(write.wait_timeout), &mut stdout).await?;
+        let timeout = Duration::from_secs(write.wait_timeout);
+        follow(&client, &prepared, sent_at, timeout, &mut stdout).await?;
     }
     Ok(())
 }
@@ -444,10 +467,11 @@ fn eprintln_safe(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// Follows a sent operation to its outcome (`--wait`).
+/// Follows an operation sent at `sent_at` to its outcome (`--wait`).
 async fn follow(
     client: &kube::Client,
     prepared: &Prepared,
+    sent_at: jiff::Timestamp,
     timeout: Duration,
     out: &mut dyn std::io::Write,
 ) -> anyhow::Result<()> {
@@ -524,7 +548,8 @@ async fn follow(
                     .as_ref()
                     .is_some_and(|status| status.planned_failover_hold.is_some())
                 {
-                    Some(Err("the acknowledgement was ignored (see the PlannedFailoverHoldAcknowledgmentIgnored Event)".to_owned()))
+                    let why = ignored_since(client, &group_ref, sent_at).await;
+                    Some(Err(wait::ignored(why.as_deref())))
                 } else {
                     Some(Ok("PlannedFailoverHoldAcknowledged".to_owned()))
                 }
@@ -555,6 +580,20 @@ async fn follow(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The message of the newest PlannedFailoverHoldAcknowledgmentIgnored Event on the group from
+/// `since` on (to the second: Event times have no finer grain); `None` when none is found or
+/// the Events cannot be read (the caller then points at them).
+async fn ignored_since(
+    client: &kube::Client,
+    group: &GroupRef,
+    since: jiff::Timestamp,
+) -> Option<String> {
+    let api: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(client.clone(), &group.namespace);
+    let events = api.list(&kube::api::ListParams::default()).await.ok()?;
+    newest_ignored(&events.items, &group.name, since)
 }
 
 /// Prints a followed object's phase when it changed; its outcome once it ended.

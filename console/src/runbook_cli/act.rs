@@ -308,7 +308,9 @@ pub async fn walk_with_actions(
                     };
                     let sent = act(runbook, step, op, session, options, out).await?;
                     report.sent.push(sent);
-                    progress = progress.acted(jiff::Timestamp::now());
+                    // The group the action was decided on: the step's `expect` tells its own
+                    // result from an earlier one with it (`before`).
+                    progress = progress.acted_on(jiff::Timestamp::now(), &view);
                     continue;
                 }
                 match next {

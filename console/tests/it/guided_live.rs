@@ -23,7 +23,7 @@ use crate::tmux::{BINARY, Server, tmux_path};
 
 /// The lab's passwords (deploy/examples/group.yaml and the bloodraven-sites accounts): none may
 /// reach the journal.
-const LAB_SECRETS: [&str; 5] =
+pub(crate) const LAB_SECRETS: [&str; 5] =
     ["lab-operator-pw", "lab-root-pw", "lab-repl-pw", "lab-app-pw", "bGFiLW9wZXJhdG9yLXB3"];
 
 /// Generous bounds: CI shares 2 cores with three mysqlds, the operator and the console.
@@ -34,7 +34,7 @@ const RUN_BOUND: Duration = Duration::from_secs(300);
 /// The screen once every needle shows on two captures in a row, 200 ms apart (the live
 /// console redraws as the watch moves, so "identical twice" may never come; twice in a row
 /// keeps a half-drawn frame out). Gives up after `bound`, saying what it waited for.
-fn wait_live(server: &Server, needles: &[&str], bound: Duration) -> String {
+pub(crate) fn wait_live(server: &Server, needles: &[&str], bound: Duration) -> String {
     let deadline = Instant::now() + bound;
     let mut seen_once = false;
     loop {
@@ -52,7 +52,7 @@ fn wait_live(server: &Server, needles: &[&str], bound: Duration) -> String {
     }
 }
 
-fn keys(server: &Server, keys: &[&str]) {
+pub(crate) fn keys(server: &Server, keys: &[&str]) {
     let mut arguments = vec!["send-keys", "-t", "console"];
     arguments.extend_from_slice(keys);
     let sent = server.tmux(&arguments);

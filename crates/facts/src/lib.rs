@@ -24,5 +24,5 @@ pub use distance::{GtidDistance, distance};
 pub use observe::{
     GroupObservation, ReplicaObservation, ServerReading, SiteObservation, Unreachable,
 };
-pub use selection::{EmergencyChoice, Ineligible, SelectedBy, choose_emergency_target};
+pub use selection::{EmergencyChoice, Ineligible, SelectedBy, choose_emergency_target, freshness};
 pub use split_brain::{NoWinner, SplitBrain, WinnerBy, resolve_split_brain};

@@ -44,6 +44,10 @@ pub struct ReplicaObservation {
     pub last_io_error: String,
     /// `Last_SQL_Error`, empty when none.
     pub last_sql_error: String,
+    /// `Retrieved_Gtid_Set`: every transaction the receiver wrote to the relay log, applied or
+    /// not. What it holds beyond the executed set is received but not yet applied: a promotion
+    /// applies it first, so emergency selection ranks by executed ∪ retrieved.
+    pub retrieved_gtid_set: GtidSet,
 }
 
 /// The server's own flags and sets, read in one round trip.

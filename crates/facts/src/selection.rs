@@ -10,7 +10,7 @@ use bloodraven_crd::group::SiteState;
 pub enum SelectedBy {
     /// It was the only eligible candidate.
     OnlyCandidate,
-    /// Its executed set strictly contains every other eligible candidate's.
+    /// Its executed ∪ retrieved set strictly contains every other eligible candidate's.
     Freshness,
     /// Equally fresh candidates; it is the first eligible entry of `sitePriorities`.
     Priority,
@@ -23,7 +23,8 @@ impl std::fmt::Display for SelectedBy {
         f.write_str(match self {
             Self::OnlyCandidate => "the only eligible candidate",
             Self::Freshness => {
-                "the freshest candidate (its executed GTID set contains every other's)"
+                "the freshest candidate (its executed and received GTID sets contain every \
+                 other's)"
             }
             Self::Priority => "equally fresh; first of sitePriorities",
             Self::DeclaredOrder => "equally fresh, none in sitePriorities; declared first",
@@ -84,14 +85,29 @@ pub enum EmergencyChoice {
     },
 }
 
+/// What a candidate holds of the history: its executed set and what its receiver wrote to the
+/// relay log but the applier has not applied yet (`Retrieved_Gtid_Set`). A promotion applies
+/// the received transactions before the site takes writes (the operator's `apply::promote`),
+/// so this is the set the candidate will have executed once promoted. The topology document
+/// ranks by `@@gtid_executed` "to minimise transactions lost"; ranking by what the promotion
+/// will have executed serves that purpose and equals it for a candidate without a relay
+/// backlog (operator README, "Spec says / we chose").
+pub fn freshness(site: &SiteFacts) -> bloodraven_gtid::GtidSet {
+    let executed = site.gtid_executed.clone().unwrap_or_default();
+    match site.replica.as_ref() {
+        Some(replica) => executed.union(&replica.retrieved_gtid_set),
+        None => executed,
+    }
+}
+
 /// Chooses the site to promote when the active site `failed_active` is unreachable.
 ///
 /// Eligible: PrimaryCandidate, observed read-only (reachable, not writable), not the failed
 /// active site, not excluded by a status guard (`excluded`: site → the guard's name), and with a
-/// readable executed set. Among the eligible the freshest wins: the one whose executed set
-/// contains every other's. Equal sets fall to `priorities` (the first eligible entry), then to
-/// declared order. A candidate whose replication channel was reset stays eligible (ambiguity 22):
-/// freshness, not the channel, is what protects the data.
+/// readable executed set. Among the eligible the freshest wins: the one whose [`freshness`]
+/// set (executed ∪ retrieved) contains every other's. Equal sets fall to `priorities` (the
+/// first eligible entry), then to declared order. A candidate whose replication channel was
+/// reset stays eligible (ambiguity 22): freshness, not the channel, is what protects the data.
 pub fn choose_emergency_target(
     facts: &[SiteFacts],
     failed_active: &str,
@@ -118,7 +134,7 @@ pub fn choose_emergency_target(
             None => eligible.push(site),
         }
     }
-    let gtid = |site: &SiteFacts| site.gtid_executed.clone().unwrap_or_default();
+    let gtid = freshness;
     match eligible.as_slice() {
         [] => EmergencyChoice::NoCandidate { ineligible },
         [only] => {

@@ -26,6 +26,7 @@
 //! is reported `waiting: NotRunInLab`.
 
 pub mod claims;
+pub mod cronjob;
 pub mod dns;
 mod error;
 pub mod job;
@@ -33,6 +34,7 @@ pub mod options;
 pub mod pod;
 pub mod resolver;
 mod runner;
+pub mod secrets;
 pub mod sidecar;
 mod worker;
 
@@ -149,6 +151,8 @@ pub struct KubeletConfig {
     pub sidecar: Option<SidecarConfig>,
     /// Run `batch/v1` Jobs ([`job`]); `None` leaves them alone (not even watched).
     pub jobs: Option<JobConfig>,
+    /// Fire `batch/v1` CronJobs ([`cronjob`]) into Jobs; `None` leaves them alone.
+    pub cronjobs: Option<cronjob::CronConfig>,
 }
 
 impl KubeletConfig {
@@ -162,6 +166,7 @@ impl KubeletConfig {
             list_timeout: Duration::from_secs(30),
             sidecar: None,
             jobs: None,
+            cronjobs: None,
         }
     }
 }
@@ -354,6 +359,14 @@ impl Kubelet {
             }
             _ => None,
         };
+        if let Some(cron) = config.cronjobs.clone() {
+            watchers.push(tokio::spawn(cronjob::run(
+                client.clone(),
+                config.namespace.clone(),
+                cron,
+                shutdown_rx.clone(),
+            )));
+        }
         let runner = Runner {
             client,
             dist,

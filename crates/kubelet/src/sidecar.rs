@@ -12,6 +12,8 @@
 //! | `BLOODRAVEN_MYSQL_DATA_DIR` | the pod's mysqld data folder (`<claim folder>/data`) |
 //! | `BLOODRAVEN_LAB_PVC_MOUNT` | with PITR rendered and [`SidecarConfig::pvc_archive`] set: that folder, standing in for the PVC archive mount (the sidecar's mount check accepts it) |
 //!
+//! | a value naming a file in a Secret volume's mount (`BLOODRAVEN_PITR_PASSPHRASE_FILE`) | the same file in the pod's projected folder (`<claim folder>/secrets/<volume>/`, [`crate::secrets`]) |
+//!
 //! Every other literal variable (`LEASE_TIMEOUT`, `PEER_CHECK_INTERVAL`, …) is passed as is.
 
 use std::net::SocketAddr;
@@ -165,6 +167,7 @@ pub(crate) fn start(
     resolver: &LabResolver,
     log: &std::path::Path,
     claim_folder: Option<&std::path::Path>,
+    projected: &[crate::secrets::Projected],
 ) -> std::io::Result<Running> {
     let container = deployment
         .spec
@@ -227,7 +230,7 @@ pub(crate) fn start(
                 command.env(name, value);
             }
             name => {
-                command.env(name, value);
+                command.env(name, crate::secrets::rewrite(&value, projected));
             }
         }
     }

@@ -45,7 +45,13 @@ pub(crate) struct SidecarSlot {
     running: Option<sidecar::Running>,
     /// Starts so far (the first is not a restart).
     starts: i32,
+    /// When the sidecar's Secret volumes were last projected.
+    projected_at: Option<tokio::time::Instant>,
 }
+
+/// How often a running pod's Secret volumes are projected again (a Secret created or changed
+/// later reaches the files, as a kubelet's periodic sync does).
+const SECRET_RESYNC: Duration = Duration::from_secs(2);
 
 /// Everything a worker needs.
 pub(crate) struct WorkerContext {
@@ -149,16 +155,42 @@ impl Worker {
         let (Some(config), Some(mysql)) = (self.ctx.sidecar.clone(), self.addr) else {
             return false;
         };
-        if let Some(running) = self.sidecar.running.as_mut() {
-            if running.is_running() && running.mysql == mysql {
+        let healthy = self
+            .sidecar
+            .running
+            .as_mut()
+            .is_some_and(|running| running.is_running() && running.mysql == mysql);
+        let due = self.sidecar.projected_at.is_none_or(|at| at.elapsed() >= SECRET_RESYNC);
+        if healthy {
+            if due {
+                // Keeps the files current; a running container keeps what it has when the
+                // Secret cannot be read now.
+                self.sidecar.projected_at = Some(tokio::time::Instant::now());
+                if let Err(message) = self.project_secrets().await {
+                    warn!(pod = %self.ctx.pod_name, %message, "cannot refresh the sidecar's Secret volumes");
+                }
+            }
+            if let Some(running) = self.sidecar.running.as_ref() {
                 running.refresh(&self.ctx.resolver);
+            }
+            return false;
+        }
+        if let Some(running) = self.sidecar.running.take() {
+            warn!(pod = %self.ctx.pod_name, "the sidecar exited; restarting it");
+            running.kill().await;
+        }
+        // As a kubelet: the container does not start without its volumes.
+        if !due {
+            return false;
+        }
+        self.sidecar.projected_at = Some(tokio::time::Instant::now());
+        let projected = match self.project_secrets().await {
+            Ok(projected) => projected,
+            Err(message) => {
+                warn!(pod = %self.ctx.pod_name, %message, "the sidecar's Secret volume cannot be mounted; not starting it");
                 return false;
             }
-            warn!(pod = %self.ctx.pod_name, "the sidecar exited; restarting it");
-            if let Some(running) = self.sidecar.running.take() {
-                running.kill().await;
-            }
-        }
+        };
         let log =
             self.data_dir.clone().unwrap_or_else(|| self.ctx.root.clone()).join("sidecar.log");
         match sidecar::start(
@@ -170,6 +202,7 @@ impl Worker {
             &self.ctx.resolver,
             &log,
             self.data_dir.as_deref(),
+            &projected,
         ) {
             Ok(running) => {
                 self.sidecar.running = Some(running);
@@ -178,6 +211,18 @@ impl Worker {
             Err(error) => warn!(pod = %self.ctx.pod_name, %error, "cannot start the sidecar"),
         }
         true
+    }
+
+    /// Projects the sidecar container's Secret volumes into `<claim folder>/secrets/`.
+    async fn project_secrets(&self) -> Result<Vec<crate::secrets::Projected>, String> {
+        let Some(pod) = self.ctx.deployment.spec.template.spec.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let Some(container) = pod.containers.iter().find(|c| c.name == containers::SIDECAR) else {
+            return Ok(Vec::new());
+        };
+        let base = self.data_dir.clone().unwrap_or_else(|| self.ctx.root.clone()).join("secrets");
+        crate::secrets::project(&self.ctx.client, &self.ctx.namespace, pod, container, &base).await
     }
 
     async fn stop_sidecar(&mut self) {

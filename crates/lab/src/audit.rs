@@ -16,6 +16,7 @@ pub struct RequestRecord {
     pub method: String,
     pub path: String,
     pub query: String,
+    /// The HTTP status answered; 0 for a connection dropped unanswered (a fault).
     pub status: u16,
     /// `pods`, `widgets.example.com`; `None` for non-resource paths.
     pub resource: Option<String>,
@@ -39,6 +40,14 @@ pub enum FaultAction {
     Fail { code: u16, message: String },
     /// Hold the request this long, then serve it normally.
     Delay(Duration),
+    /// Serve the request (a write is applied: the object's resourceVersion moves), then answer
+    /// this status instead of the real response: an ambiguous write, as a client sees a 5xx
+    /// from an API server whose storage committed.
+    FailAfterServing { code: u16, message: String },
+    /// Serve the request (a write is applied), hold the response this long, then drop the
+    /// connection without answering: a client with a shorter timeout sees its timeout, any
+    /// other a reset connection. An ambiguous write either way.
+    DropAfterServing(Duration),
 }
 
 /// Fails or delays the next `times` requests that match every given criterion.
@@ -52,6 +61,9 @@ pub struct Fault {
     /// The subresource (`status`); `None` matches requests with and without one.
     pub subresource: Option<String>,
     pub user: Option<String>,
+    /// Only requests whose body contains this text match (for a write announcing a given
+    /// record, e.g. `"phase":"Fencing"`); the body is read and handed on unchanged.
+    pub body_contains: Option<String>,
     pub times: usize,
     pub action: FaultAction,
 }
@@ -66,6 +78,7 @@ impl Fault {
             name: None,
             subresource: None,
             user: None,
+            body_contains: None,
             times: 1,
             action: FaultAction::Fail { code, message: format!("injected fault: status {code}") },
         }
@@ -74,6 +87,25 @@ impl Fault {
     /// The next request (any) is held for `delay` before it is served.
     pub fn delay(delay: Duration) -> Self {
         Self { action: FaultAction::Delay(delay), ..Self::fail(500) }
+    }
+
+    /// The next request (any) is served, then answered with `code` instead of its response:
+    /// a write is applied although the client sees it fail.
+    pub fn fail_after_serving(code: u16) -> Self {
+        let message = format!("injected fault: status {code} after the request was served");
+        Self { action: FaultAction::FailAfterServing { code, message }, ..Self::fail(500) }
+    }
+
+    /// The next request (any) is served, its response held for `hold`, then its connection
+    /// dropped unanswered: a write is applied although the client times out or sees a reset.
+    pub fn drop_after_serving(hold: Duration) -> Self {
+        Self { action: FaultAction::DropAfterServing(hold), ..Self::fail(500) }
+    }
+
+    /// Only requests whose body contains `text` match.
+    pub fn body_contains(mut self, text: &str) -> Self {
+        self.body_contains = Some(text.to_string());
+        self
     }
 
     pub fn verb(mut self, verb: &str) -> Self {
@@ -113,13 +145,26 @@ impl Fault {
     }
 
     pub fn message(mut self, text: &str) -> Self {
-        if let FaultAction::Fail { message, .. } = &mut self.action {
+        if let FaultAction::Fail { message, .. } | FaultAction::FailAfterServing { message, .. } =
+            &mut self.action
+        {
             *message = text.to_string();
         }
         self
     }
 
-    pub(crate) fn matches(&self, request: &RequestRecord) -> bool {
+    /// Whether the fault looks at the body (which must then be read before matching).
+    pub(crate) fn needs_body(&self) -> bool {
+        self.times > 0 && self.body_contains.is_some()
+    }
+
+    /// Whether `request` (with its body, when read) matches every criterion.
+    pub(crate) fn matches(&self, request: &RequestRecord, body: Option<&[u8]>) -> bool {
+        let body_matches = |wanted: &String| {
+            body.is_some_and(|body| {
+                body.windows(wanted.len().max(1)).any(|window| window == wanted.as_bytes())
+            })
+        };
         let resource_matches = |wanted: &String| {
             request.resource.as_deref().is_some_and(|resource| {
                 resource == wanted || resource.split('.').next() == Some(wanted.as_str())
@@ -138,6 +183,7 @@ impl Fault {
                 .as_ref()
                 .is_none_or(|subresource| request.subresource.as_ref() == Some(subresource))
             && self.user.as_ref().is_none_or(|user| *user == request.user)
+            && self.body_contains.as_ref().is_none_or(body_matches)
     }
 }
 

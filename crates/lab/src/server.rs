@@ -257,6 +257,7 @@ pub(crate) async fn middleware(
         ),
         Target::NonResource => (None, None, None, None),
     };
+    let mut dropped = false;
     let mut record = RequestRecord {
         time: jiff::Timestamp::now(),
         user: user
@@ -287,9 +288,23 @@ pub(crate) async fn middleware(
                 break 'served error_response(&denied);
             }
             request.extensions_mut().insert(user);
+            // A fault that looks at the body needs it read first; it is handed on unchanged.
+            let mut body = None;
+            if lock(&shared.faults).iter().any(Fault::needs_body) {
+                let (parts, raw) = request.into_parts();
+                let bytes = match axum::body::to_bytes(raw, usize::MAX).await {
+                    Ok(bytes) => bytes,
+                    Err(error) => {
+                        let refused = ApiError::bad_request(format!("reading the body: {error}"));
+                        break 'served error_response(&refused);
+                    }
+                };
+                request = Request::from_parts(parts, Body::from(bytes.clone()));
+                body = Some(bytes);
+            }
             let action = {
                 let mut faults = lock(&shared.faults);
-                let found = faults.iter_mut().find(|fault| fault.matches(&record));
+                let found = faults.iter_mut().find(|fault| fault.matches(&record, body.as_deref()));
                 found.map(|fault| {
                     fault.times -= 1;
                     fault.action.clone()
@@ -304,18 +319,50 @@ pub(crate) async fn middleware(
                     tokio::time::sleep(delay).await;
                     next.run(request).await
                 }
+                Some(FaultAction::FailAfterServing { code, message }) => {
+                    let _served = next.run(request).await;
+                    json_response(code, &fault_status(code, &message))
+                }
+                Some(FaultAction::DropAfterServing(hold)) => {
+                    let served = next.run(request).await;
+                    // Logged now (status 0: no answer), as the client may go away during
+                    // the hold, which ends this request's service.
+                    dropped = true;
+                    log_request(&shared, RequestRecord { status: 0, ..record.clone() });
+                    tokio::time::sleep(hold).await;
+                    dropped_response(served)
+                }
                 None => next.run(request).await,
             }
         }
     };
-    record.status = response.status().as_u16();
+    if !dropped {
+        record.status = response.status().as_u16();
+        log_request(&shared, record);
+    }
+    response
+}
+
+/// Appends `record` to the request log, within its limit.
+fn log_request(shared: &Shared, record: RequestRecord) {
     let limit = lock(&shared.settings).request_log_limit;
     let mut log = lock(&shared.log);
     log.push_back(record);
     while log.len() > limit.max(1) {
         log.pop_front();
     }
-    response
+}
+
+/// `served`'s head with a body that fails at once: the server aborts the connection before
+/// the client has a whole response (HTTP/1.1: the connection is closed mid-message; HTTP/2:
+/// the stream is reset).
+fn dropped_response(served: Response) -> Response {
+    let (mut parts, _) = served.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let failing = futures::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::other("injected fault: connection dropped"))
+    });
+    Response::from_parts(parts, Body::from_stream(failing))
 }
 
 /// The user of a request: a client certificate's, else the bearer token's, else anonymous when

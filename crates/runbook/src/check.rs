@@ -6,7 +6,7 @@ use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 
 use crate::pos::Use;
-use crate::types::{GROUP_TYPE, ROOT, Ty};
+use crate::types::{BEFORE, GROUP_TYPE, ROOT, Ty};
 
 /// Why an expression was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,8 +79,9 @@ impl Problem {
                 format!("`{name}` is read on {on}, a {ty}, which has no fields")
             }
             Problem::UnknownVariable(name) => format!(
-                "unknown variable `{name}`: expressions read the group as `{ROOT}` (and the \
-                 variables their own macros bind)"
+                "unknown variable `{name}`: expressions read the group as `{ROOT}`, the group \
+                 when the step's action was sent as `{BEFORE}` (and the variables their own \
+                 macros bind)"
             ),
             Problem::UnknownFunction(name) => {
                 format!(
@@ -117,8 +118,8 @@ fn walk(e: &IdedExpr, scope: &mut Vec<(String, Ty)>) -> Result<(Ty, String), Pro
             if let Some((_, ty)) = scope.iter().rev().find(|(n, _)| n == name) {
                 return Ok((*ty, name.clone()));
             }
-            if name == ROOT {
-                return Ok((GROUP_TYPE, ROOT.to_owned()));
+            if name == ROOT || name == BEFORE {
+                return Ok((GROUP_TYPE, name.clone()));
             }
             Err(Problem::UnknownVariable(name.clone()))
         }

@@ -17,16 +17,26 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Binds `group` to the view.
+    /// Binds `group` (and `before`) to the view.
     pub fn of(view: &GroupView) -> Result<Self, EvalError> {
-        let value = cel::to_value(view).map_err(|e| EvalError {
-            runbook: String::new(),
-            field: "group".to_owned(),
-            source_text: String::new(),
-            message: format!("the group view does not convert to CEL: {e}"),
-        })?;
+        Snapshot::since(view, view)
+    }
+
+    /// Binds `group` to `view` and `before` to `before`, the group when the step's action was
+    /// confirmed.
+    pub fn since(view: &GroupView, before: &GroupView) -> Result<Self, EvalError> {
+        let convert = |view: &GroupView, name: &str| {
+            cel::to_value(view).map_err(|e| EvalError {
+                runbook: String::new(),
+                field: name.to_owned(),
+                source_text: String::new(),
+                message: format!("the group view does not convert to CEL: {e}"),
+            })
+        };
         let mut context = cel::Context::default();
-        context.add_variable_from_value(crate::types::ROOT, value);
+        context.add_variable_from_value(crate::types::ROOT, convert(view, crate::types::ROOT)?);
+        context
+            .add_variable_from_value(crate::types::BEFORE, convert(before, crate::types::BEFORE)?);
         Ok(Snapshot { context })
     }
 
@@ -94,6 +104,11 @@ pub struct Progress {
     pub step: Option<String>,
     /// When the current step's action was confirmed; `None` before.
     pub acted_at: Option<Timestamp>,
+    /// The group as it was when the action was confirmed (`before` in the step's `expect`);
+    /// `None` before, or when the caller did not give it (then `before` reads as an empty
+    /// group: every field `""`, `0`, `false` or `[]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Box<GroupView>>,
 }
 
 impl Progress {
@@ -103,12 +118,20 @@ impl Progress {
             runbook: runbook.id.clone(),
             step: runbook.steps.first().map(|s| s.id.clone()),
             acted_at: None,
+            before: None,
         }
     }
 
-    /// The current step's action was confirmed at `now`.
+    /// The current step's action was confirmed at `now`, without the group it was decided on
+    /// (`before` then reads as an empty group; prefer [`Progress::acted_on`]).
     pub fn acted(&self, now: Timestamp) -> Self {
-        Progress { acted_at: Some(now), ..self.clone() }
+        Progress { acted_at: Some(now), before: None, ..self.clone() }
+    }
+
+    /// The current step's action was confirmed at `now` on the group `view` (what its
+    /// `expect` reads as `before`, so an earlier run's result is not taken for this one's).
+    pub fn acted_on(&self, now: Timestamp, view: &GroupView) -> Self {
+        Progress { acted_at: Some(now), before: Some(Box::new(view.clone())), ..self.clone() }
     }
 
     /// Moved to `target` (from [`NextStep`]).
@@ -117,7 +140,7 @@ impl Progress {
             Target::Step(i) => runbook.steps.get(*i).map(|s| s.id.clone()),
             Target::Done => None,
         };
-        Progress { runbook: self.runbook.clone(), step, acted_at: None }
+        Progress { runbook: self.runbook.clone(), step, acted_at: None, before: None }
     }
 }
 
@@ -222,8 +245,10 @@ pub fn advance(
     };
     let index = runbook.step_index(step_id).ok_or_else(mismatch)?;
     let step = &runbook.steps[index];
-    let snapshot = Snapshot::of(view)?;
     if let Some(acted_at) = progress.acted_at {
+        let empty = GroupView::default();
+        let before = progress.before.as_deref().unwrap_or(&empty);
+        let snapshot = Snapshot::since(view, before)?;
         let Some(expect) = &step.expect else {
             return Ok(NextStep::Satisfied { step: index, next: step.on_pass.clone() });
         };
@@ -236,6 +261,7 @@ pub fn advance(
             _ => NextStep::TimedOut { step: index, waited },
         });
     }
+    let snapshot = Snapshot::of(view)?;
     let check = match &step.check {
         Some(check) => {
             let value = snapshot.bool(&runbook.id, &check.expr)?;

@@ -138,6 +138,12 @@ pub const GROUP_TYPE: Ty = Ty::Object(&[
 /// The name of the root variable.
 pub const ROOT: &str = "group";
 
+/// The group as it was when the current step's action was confirmed (the same type as
+/// [`ROOT`]); before that, and in checks and `appliesWhen`, the group itself. An `expect` tells
+/// its own result from an earlier one with it (`group.plannedFailover.runId !=
+/// before.plannedFailover.runId`).
+pub const BEFORE: &str = "before";
+
 impl Ty {
     /// The field `name` of an object type; `Some(Any)` for [`Ty::Any`]; `None` when the type
     /// has no such field.

@@ -5,10 +5,10 @@
 
 use bloodraven_crd::MysqlFailoverGroup;
 use k8s_time::fmt_time;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `group`: what a runbook sees of one group.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupView {
     /// `metadata.name`.
@@ -42,7 +42,7 @@ pub struct GroupView {
 }
 
 /// `group.sites[]`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SiteView {
     /// The site's name.
@@ -68,7 +68,7 @@ pub struct SiteView {
 }
 
 /// `group.conditions[]`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionView {
     /// Condition type, such as `Degraded`.
@@ -83,7 +83,7 @@ pub struct ConditionView {
 }
 
 /// `group.hold`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HoldView {
     /// Whether `status.plannedFailoverHold` is set.
@@ -101,7 +101,7 @@ pub struct HoldView {
 }
 
 /// `group.plannedFailover`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannedFailoverView {
     /// Whether `status.plannedFailover` is set.
@@ -121,7 +121,7 @@ pub struct PlannedFailoverView {
 }
 
 /// `group.recloneQueue`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecloneQueueView {
     /// Whether `status.restoreReclones` is set.
@@ -137,7 +137,7 @@ pub struct RecloneQueueView {
 }
 
 /// `group.offlineFence`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OfflineFenceView {
     /// Whether `status.restoreOfflineFence` is set.
@@ -149,7 +149,7 @@ pub struct OfflineFenceView {
 }
 
 /// `group.restore`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreView {
     /// Whether `status.restore` is set.
@@ -165,7 +165,7 @@ pub struct RestoreView {
 }
 
 /// `group.restoreInPlace`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreInPlaceView {
     /// Whether `status.restoreInPlace` is set.
@@ -181,7 +181,7 @@ pub struct RestoreInPlaceView {
 }
 
 /// `group.archive`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchiveView {
     /// Whether `status.pitr.archive` is set.
@@ -199,7 +199,7 @@ pub struct ArchiveView {
 }
 
 /// `group.backups`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupsView {
     /// `status.lastBackupTime` (RFC 3339), `""` when none.
@@ -209,7 +209,7 @@ pub struct BackupsView {
 }
 
 /// `group.backups.schedules[]`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleView {
     /// The schedule's name.

@@ -128,6 +128,14 @@ impl Ledger {
         Self { writer: writer.into(), attempts: Vec::new() }
     }
 
+    /// One ledger of `writer` from the ledgers of concurrent sessions (disjoint keys): every
+    /// attempt of each, ordered by start time (ties keep the input order).
+    pub fn merge(writer: impl Into<String>, ledgers: Vec<Ledger>) -> Self {
+        let mut attempts: Vec<Attempt> = ledgers.into_iter().flat_map(|l| l.attempts).collect();
+        attempts.sort_by_key(|a| a.started_at);
+        Self { writer: writer.into(), attempts }
+    }
+
     /// Records an attempt.
     pub fn record(&mut self, attempt: Attempt) {
         self.attempts.push(attempt);
@@ -322,6 +330,21 @@ mod tests {
         assert_eq!(r.lost_keys(), vec![3, 5]);
         assert_eq!(r.lost_gtids().to_string(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:3:5");
         assert!(verify(&l, &[1, 2, 3, 4, 5]).rpo_zero());
+    }
+
+    #[test]
+    fn a_merged_ledger_keeps_every_session_attempt_in_start_order_and_names_a_lost_one() {
+        let mut first = Ledger::new("w");
+        let mut second = Ledger::new("w");
+        for n in 0..3 {
+            first.record(ack(1 + 2 * n, 1 + 2 * n));
+            second.record(ack(2 + 2 * n, 2 + 2 * n));
+        }
+        let merged = Ledger::merge("w", vec![first, second]);
+        assert_eq!(merged.attempts.iter().map(|a| a.key).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+        assert!(verify(&merged, &[1, 2, 3, 4, 5, 6]).rpo_zero());
+        let report = verify(&merged, &[1, 2, 3, 5, 6]);
+        assert_eq!(report.lost_keys(), vec![4], "the second session's lost write");
     }
 
     #[test]

@@ -1,9 +1,14 @@
-//! The application workload: one writer at a set rate through an address (the group's
+//! The application workload: writers at a set total rate through an address (the group's
 //! `primary` link), unique keys into `app.ledger`, each write recorded in a [`Ledger`].
 //!
-//! One session at a time with `session_track_gtids = OWN_GTID`; each write is `BEGIN`,
-//! `INSERT`, `COMMIT`, acknowledged only when COMMIT returned OK, with the GTID from that OK
-//! packet. A connection error or timeout drops the session; the next tick reconnects.
+//! [`WorkloadConfig::sessions`] concurrent sessions (one by default), each at `rate / sessions`
+//! with `session_track_gtids = OWN_GTID` and its own disjoint keys ([`session_key`]: session
+//! `s` of `n` writes `first_key + s`, `first_key + s + n`, …); each write is `BEGIN`, `INSERT`,
+//! `COMMIT`, acknowledged only when COMMIT returned OK, with the GTID from that OK packet. A
+//! connection error or timeout drops the session; its next tick reconnects. One session is
+//! limited by its round trips (about 250 writes/s through a proxy link on 2 shared cores), so
+//! higher rates need several. [`Workload::stop`] merges the sessions' ledgers into one
+//! ([`Ledger::merge`]), which [`ledger::verify`] checks as a whole.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,10 +31,13 @@ pub struct WorkloadConfig {
     pub addr: SocketAddr,
     /// As whom.
     pub account: Account,
-    /// Writes per second.
+    /// Writes per second, all sessions together.
     pub rate_per_sec: u32,
-    /// The first key; keys are `first_key, first_key + 1, …`, one per attempt.
+    /// The first key; keys are `first_key, first_key + 1, …`, one per attempt, dealt out to the
+    /// sessions in turn ([`session_key`]).
     pub first_key: u64,
+    /// Concurrent sessions (at least 1), each at `rate_per_sec / sessions`.
+    pub sessions: u32,
     /// The writer's name (stored in each row).
     pub writer: String,
     /// Bound on connecting and on each statement.
@@ -37,13 +45,14 @@ pub struct WorkloadConfig {
 }
 
 impl WorkloadConfig {
-    /// 50 writes/s as the application account, 2 s per operation, keys from 1.
+    /// 50 writes/s in one session as the application account, 2 s per operation, keys from 1.
     pub fn new(addr: SocketAddr) -> Self {
         Self {
             addr,
             account: accounts::APPLICATION,
             rate_per_sec: 50,
             first_key: 1,
+            sessions: 1,
             writer: "workload".into(),
             op_timeout: Duration::from_secs(2),
         }
@@ -59,21 +68,39 @@ pub struct Progress {
     pub failed: AtomicU64,
 }
 
+/// The key of session `session`'s `n`-th attempt (from 0) when `sessions` sessions share the
+/// keys from `first_key`: `first_key + session + n * sessions`. Disjoint across sessions; with
+/// one session, `first_key + n`.
+pub fn session_key(first_key: u64, sessions: u32, session: u32, n: u64) -> u64 {
+    first_key + u64::from(session) + n * u64::from(sessions.max(1))
+}
+
 /// A running workload; [`Workload::stop`] returns its ledger.
 #[derive(Debug)]
 pub struct Workload {
     stop: watch::Sender<bool>,
-    task: JoinHandle<Ledger>,
+    writer: String,
+    tasks: Vec<JoinHandle<Ledger>>,
     progress: Arc<Progress>,
 }
 
 impl Workload {
-    /// Starts writing on the current tokio runtime.
+    /// Starts writing on the current tokio runtime: [`WorkloadConfig::sessions`] tasks.
     pub fn start(config: WorkloadConfig) -> Self {
         let (stop, stopped) = watch::channel(false);
         let progress = Arc::new(Progress::default());
-        let task = tokio::spawn(run(config, stopped, Arc::clone(&progress)));
-        Self { stop, task, progress }
+        let sessions = config.sessions.max(1);
+        let tasks = (0..sessions)
+            .map(|session| {
+                tokio::spawn(run(
+                    config.clone(),
+                    Slot { session, sessions },
+                    stopped.clone(),
+                    Arc::clone(&progress),
+                ))
+            })
+            .collect();
+        Self { stop, writer: config.writer, tasks, progress }
     }
 
     /// Acknowledged writes so far.
@@ -116,12 +143,17 @@ impl Workload {
         Ok(())
     }
 
-    /// Stops after the write in flight and returns the ledger.
+    /// Stops after the writes in flight and returns the sessions' ledgers merged into one.
     pub async fn stop(self) -> Result<Ledger> {
         let _ = self.stop.send(true);
-        self.task
-            .await
-            .map_err(|e| SitesError::Invalid { what: "workload task", detail: e.to_string() })
+        let mut ledgers = Vec::with_capacity(self.tasks.len());
+        for task in self.tasks {
+            ledgers.push(task.await.map_err(|e| SitesError::Invalid {
+                what: "workload task",
+                detail: e.to_string(),
+            })?);
+        }
+        Ok(Ledger::merge(self.writer, ledgers))
     }
 }
 
@@ -175,17 +207,26 @@ async fn write_one(session: &mut Session, sql: &str) -> Result<Option<String>, (
     }
 }
 
+/// Which of the workload's sessions a task is.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    session: u32,
+    sessions: u32,
+}
+
 async fn run(
     config: WorkloadConfig,
+    slot: Slot,
     mut stopped: watch::Receiver<bool>,
     progress: Arc<Progress>,
 ) -> Ledger {
     let mut ledger = Ledger::new(config.writer.clone());
-    let period = Duration::from_secs_f64(1.0 / f64::from(config.rate_per_sec.max(1)));
+    let period =
+        Duration::from_secs_f64(f64::from(slot.sessions) / f64::from(config.rate_per_sec.max(1)));
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut session: Option<Session> = None;
-    let mut key = config.first_key;
+    let mut n = 0;
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
@@ -195,8 +236,8 @@ async fn run(
             break;
         }
         let started_at = SystemTime::now();
-        let this_key = key;
-        key += 1;
+        let this_key = session_key(config.first_key, slot.sessions, slot.session, n);
+        n += 1;
         let outcome = match session.as_mut() {
             Some(_) => Ok(()),
             None => match connect(&config).await {
@@ -255,4 +296,25 @@ pub async fn read_site_keys(addr: SocketAddr, account: &Account) -> Result<Vec<u
 pub async fn verify_at(ledger: &Ledger, addr: SocketAddr, account: &Account) -> Result<Report> {
     let keys = read_site_keys(addr, account).await?;
     Ok(ledger::verify(ledger, &keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::session_key;
+
+    #[test]
+    fn sessions_write_disjoint_keys_and_one_session_writes_consecutive_ones() {
+        assert_eq!((0..4).map(|n| session_key(7, 1, 0, n)).collect::<Vec<_>>(), [7, 8, 9, 10]);
+        let mut seen = HashSet::new();
+        for session in 0..8 {
+            for n in 0..100 {
+                assert!(seen.insert(session_key(1_000, 8, session, n)), "{session} {n}");
+            }
+        }
+        assert_eq!(seen.len(), 800);
+        assert_eq!(seen.iter().min(), Some(&1_000));
+        assert_eq!(seen.iter().max(), Some(&1_799), "the keys are dense: no gaps between sessions");
+    }
 }

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction,
     HTTPGetAction, KeyToPath, ObjectFieldSelector, PersistentVolumeClaim,
     PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe,
-    SecretKeySelector, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    SecretKeySelector, SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
     VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -21,7 +21,7 @@ use crate::error::WorkloadError;
 use crate::labels::{self, containers, ports};
 use crate::mycnf;
 use crate::names::{self, SiteNames};
-use crate::pitr::{self, PitrRender, PitrStorage};
+use crate::pitr::{self, PitrEncryption, PitrRender, PitrStorage};
 use crate::sidecar_env;
 
 /// The MySQL image when `spec.image` is empty.
@@ -294,6 +294,9 @@ fn archiver_env(owner: &Owner, site: &SiteSpec, pitr: &PitrRender) -> Vec<EnvVar
     if let Some(interval) = &pitr.poll_interval {
         vars.push(env(sidecar_env::ARCHIVE_POLL_INTERVAL, interval.clone()));
     }
+    if pitr.encryption.is_some() {
+        vars.push(env(sidecar_env::PITR_PASSPHRASE_FILE, sidecar_env::PITR_PASSPHRASE_PATH));
+    }
     if let PitrStorage::S3 { credentials_secret, region } = &pitr.storage {
         if let Some(secret) = credentials_secret {
             vars.push(secret_env(
@@ -345,8 +348,43 @@ fn archiver_mounts(pitr: &PitrRender) -> Vec<VolumeMount> {
             ..VolumeMount::default()
         });
     }
+    if pitr.encryption.is_some() {
+        mounts.push(VolumeMount {
+            name: sidecar_env::PITR_KEY_VOLUME.to_owned(),
+            mount_path: sidecar_env::PITR_KEY_MOUNT_PATH.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
     mounts
 }
+
+/// The encrypted profile's passphrase as a Secret volume: only its key, as the file
+/// `passphrase` (mode 0400, so only the sidecar's user reads it). `optional`: a missing Secret
+/// or key must not keep mysqld from starting (the whole pod would wait); the sidecar then
+/// finds no key file, builds no store and uploads nothing (`storeReady: false`,
+/// `PITRArchiveReady=False/ArchiveStoreInitFailed`), and picks the key up once it appears.
+fn passphrase_volume(encryption: &PitrEncryption) -> Volume {
+    Volume {
+        name: sidecar_env::PITR_KEY_VOLUME.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(encryption.secret.clone()),
+            items: Some(vec![KeyToPath {
+                key: encryption.key.clone(),
+                path: sidecar_env::PITR_PASSPHRASE_FILE_NAME.to_owned(),
+                mode: Some(PASSPHRASE_FILE_MODE),
+                ..KeyToPath::default()
+            }]),
+            default_mode: Some(PASSPHRASE_FILE_MODE),
+            optional: Some(true),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// `0400`: the key file is readable by its owner only.
+const PASSPHRASE_FILE_MODE: i32 = 0o400;
 
 fn sidecar_container(
     group: &MysqlFailoverGroup,
@@ -471,6 +509,9 @@ pub fn site_deployment(
             }),
             ..Volume::default()
         });
+    }
+    if let Some(encryption) = pitr.as_ref().and_then(|pitr| pitr.encryption.as_ref()) {
+        volumes.push(passphrase_volume(encryption));
     }
     let node_selector =
         site.zone.as_ref().map(|zone| BTreeMap::from([(ZONE_NODE_LABEL.to_owned(), zone.clone())]));

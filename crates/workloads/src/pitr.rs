@@ -25,6 +25,20 @@ pub enum PitrStorage {
     Pvc { claim: String },
 }
 
+/// The passphrase of an encrypted profile: the Secret key the sidecar's key file comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PitrEncryption {
+    /// `encryption.passphraseSecretKeyRef.name`.
+    pub secret: String,
+    /// `encryption.passphraseSecretKeyRef.key`.
+    pub key: String,
+    /// `encryption.algorithm` (default and only value `AES-256-GCM`).
+    pub algorithm: String,
+}
+
+/// The only algorithm (`encryption.algorithm`'s default).
+pub const ALGORITHM_AES_256_GCM: &str = "AES-256-GCM";
+
 /// The group's PITR render, when PITR is enabled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PitrRender {
@@ -40,6 +54,8 @@ pub struct PitrRender {
     pub group_uid: String,
     /// [`MODE_NONE`] or [`MODE_PASSPHRASE`].
     pub encryption_mode: &'static str,
+    /// The passphrase Secret key when [`Self::encryption_mode`] is [`MODE_PASSPHRASE`].
+    pub encryption: Option<PitrEncryption>,
     /// Where the objects go and the credentials to reach them.
     pub storage: PitrStorage,
     /// `archivePollInterval` as written (Go duration), when set.
@@ -58,8 +74,17 @@ impl PitrRender {
             ),
             PitrStorage::Pvc { claim } => format!("pvc claim={claim}"),
         };
+        // The key's source is part of the render: pointing the profile at another Secret (or
+        // key) rolls the pods so the sidecars mount it.
+        let key = match &self.encryption {
+            Some(encryption) => format!(
+                " algorithm={} key={}/{}",
+                encryption.algorithm, encryption.secret, encryption.key
+            ),
+            None => String::new(),
+        };
         format!(
-            "enabled destination={} archive={} encryption={} {storage} poll={}",
+            "enabled destination={} archive={} encryption={}{key} {storage} poll={}",
             self.normalized,
             self.archive_id,
             self.encryption_mode,
@@ -164,6 +189,14 @@ pub fn render(group: &MysqlFailoverGroup) -> Result<Option<PitrRender>, Workload
         normalized,
         group_uid,
         encryption_mode: if profile.encryption.is_some() { MODE_PASSPHRASE } else { MODE_NONE },
+        encryption: profile.encryption.as_ref().map(|encryption| PitrEncryption {
+            secret: encryption.passphrase_secret_key_ref.name.clone(),
+            key: encryption.passphrase_secret_key_ref.key.clone(),
+            algorithm: encryption
+                .algorithm
+                .clone()
+                .unwrap_or_else(|| ALGORITHM_AES_256_GCM.to_owned()),
+        }),
         storage,
         poll_interval: pitr
             .archive_poll_interval

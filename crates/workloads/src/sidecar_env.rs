@@ -51,6 +51,12 @@ pub const PITR_KEY_REVISION: &str = "BLOODRAVEN_PITR_KEY_REVISION";
 pub const PITR_PASSPHRASE_FILE: &str = "BLOODRAVEN_PITR_PASSPHRASE_FILE";
 /// Where the archive key snapshot's `passphrase` key is mounted when the variable is unset.
 pub const PITR_PASSPHRASE_PATH: &str = "/run/bloodraven/pitr-key/passphrase";
+/// The pod volume holding the encrypted profile's passphrase Secret (its one key).
+pub const PITR_KEY_VOLUME: &str = "pitr-key";
+/// Where [`PITR_KEY_VOLUME`] is mounted in the sidecar container (read-only).
+pub const PITR_KEY_MOUNT_PATH: &str = "/run/bloodraven/pitr-key";
+/// The key file's name in [`PITR_KEY_MOUNT_PATH`].
+pub const PITR_PASSPHRASE_FILE_NAME: &str = "passphrase";
 /// Where the sidecar sees MySQL's data directory (read-only).
 pub const MYSQL_DATA_DIR: &str = "BLOODRAVEN_MYSQL_DATA_DIR";
 /// The binlog index file's name inside the data directory.

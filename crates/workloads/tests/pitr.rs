@@ -12,7 +12,7 @@ use bloodraven_crd::group::{
 };
 use bloodraven_workloads::{WorkloadError, containers, labels, pitr, sidecar_env, site_objects};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, EnvVar};
+use k8s_openapi::api::core::v1::{Container, EnvVar, SecretKeySelector};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 const UID: &str = "8d0e8a34-5a8e-4c1e-9f59-0f3c2b1a7d11";
@@ -166,4 +166,78 @@ fn a_bad_pitr_profile_is_an_error_naming_it() {
     let mut no_uid = s3_group();
     no_uid.metadata.uid = None;
     assert_eq!(pitr::render(&no_uid).unwrap_err(), WorkloadError::MissingMetadata { field: "uid" });
+}
+
+/// `pvc_group` with its profile encrypting under `archive-key`/`phrase`.
+fn encrypted_group() -> MysqlFailoverGroup {
+    let mut group = pvc_group();
+    let backup = group.spec.backup.as_mut().unwrap();
+    backup.profiles[0].encryption = Some(bloodraven_crd::group::BackupEncryption {
+        algorithm: None,
+        passphrase_secret_key_ref: SecretKeySelector {
+            name: "archive-key".to_owned(),
+            key: "phrase".to_owned(),
+            optional: None,
+        },
+    });
+    group
+}
+
+#[test]
+fn an_encrypted_archive_mounts_only_the_passphrase_key_read_only_and_names_the_file() {
+    let group = encrypted_group();
+    let objects = site_objects(&group, "iad").unwrap();
+    let container = sidecar(&objects.deployment);
+    let env = literal_env(container);
+    assert_eq!(env[sidecar_env::PITR_ENCRYPTION_MODE], "Passphrase");
+    assert_eq!(env[sidecar_env::PITR_PASSPHRASE_FILE], "/run/bloodraven/pitr-key/passphrase");
+    // The file the variable names is inside the key volume's mount.
+    let mounts = container.volume_mounts.as_ref().unwrap();
+    let key = mounts.iter().find(|m| m.name == sidecar_env::PITR_KEY_VOLUME).unwrap();
+    assert_eq!(key.mount_path, "/run/bloodraven/pitr-key");
+    assert_eq!(key.read_only, Some(true));
+    assert_eq!(
+        format!("{}/{}", key.mount_path, sidecar_env::PITR_PASSPHRASE_FILE_NAME),
+        env[sidecar_env::PITR_PASSPHRASE_FILE]
+    );
+    // The mysql container never sees the key.
+    let pod = objects.deployment.spec.template.spec.clone().unwrap();
+    let mysql = pod.containers.iter().find(|c| c.name == containers::MYSQL).unwrap();
+    assert!(
+        mysql.volume_mounts.iter().flatten().all(|m| m.name != sidecar_env::PITR_KEY_VOLUME),
+        "the mysql container mounts the passphrase"
+    );
+    let volume = pod.volumes.unwrap().into_iter().find(|v| v.name == sidecar_env::PITR_KEY_VOLUME);
+    let secret = volume.unwrap().secret.unwrap();
+    assert_eq!(secret.secret_name.as_deref(), Some("archive-key"));
+    assert_eq!(secret.default_mode, Some(0o400));
+    // Optional: a missing Secret leaves mysqld running and the archiver stopped, never the pod.
+    assert_eq!(secret.optional, Some(true));
+    let items = secret.items.unwrap();
+    assert_eq!(items.len(), 1, "only the passphrase key is projected");
+    assert_eq!(items[0].key, "phrase");
+    assert_eq!(items[0].path, "passphrase");
+    assert_eq!(items[0].mode, Some(0o400));
+    // The render names the key's source: another Secret rolls the pods.
+    let annotations = |group: &MysqlFailoverGroup| {
+        site_objects(group, "iad").unwrap().deployment.spec.template.metadata.unwrap().annotations
+    };
+    let mut moved = encrypted_group();
+    moved.spec.backup.as_mut().unwrap().profiles[0]
+        .encryption
+        .as_mut()
+        .unwrap()
+        .passphrase_secret_key_ref
+        .name = "archive-key-2".to_owned();
+    assert_ne!(annotations(&group), annotations(&moved));
+    assert!(annotations(&group).unwrap()[labels::PITR_RENDER].contains("key=archive-key/phrase"));
+}
+
+#[test]
+fn a_plaintext_archive_mounts_no_key_and_names_no_key_file() {
+    let objects = site_objects(&pvc_group(), "iad").unwrap();
+    let container = sidecar(&objects.deployment);
+    assert!(env_var(container, sidecar_env::PITR_PASSPHRASE_FILE).is_none());
+    let pod = objects.deployment.spec.template.spec.clone().unwrap();
+    assert!(pod.volumes.unwrap().iter().all(|v| v.secret.is_none()));
 }

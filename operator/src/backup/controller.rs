@@ -21,6 +21,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use super::cleanup_io;
 use super::reconcile::{self, Outcome};
 use crate::manager::Shared;
 
@@ -84,6 +85,26 @@ pub async fn reconcile(
     let namespace = backup.namespace().unwrap_or_default();
     let before = backup.status.clone().unwrap_or_default();
     let now = Time(jiff::Timestamp::now());
+    let fail = |error: anyhow::Error| Error { name: name.clone(), message: format!("{error:#}") };
+    if backup.metadata.deletion_timestamp.is_some() {
+        let ours = backup.finalizers().iter().any(|f| f == bloodraven_backup::names::FINALIZER);
+        if !ours {
+            return Ok(Action::await_change());
+        }
+        let pass = cleanup_io::pass(&context.shared.client, &backup, &context.image, now.0)
+            .await
+            .map_err(fail)?;
+        for note in pass.notes {
+            let type_ = if note.warning { EventType::Warning } else { EventType::Normal };
+            publish(&context, &backup, type_, note.reason, note.message).await;
+        }
+        return Ok(pass.requeue.map_or_else(Action::await_change, Action::requeue));
+    }
+    let api: Api<MysqlBackup> = Api::namespaced(context.shared.client.clone(), &namespace);
+    if cleanup_io::ensure_finalizer(&api, &backup).await.map_err(fail)? {
+        // The patch wakes the watch; the next pass reconciles with the new resourceVersion.
+        return Ok(Action::requeue(Duration::from_millis(200)));
+    }
     let outcome =
         reconcile::reconcile(&context.shared.client, &namespace, &name, &context.image, now)
             .await

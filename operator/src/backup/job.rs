@@ -89,7 +89,7 @@ pub fn credentials_secret_name(group: &MysqlFailoverGroup) -> Result<String, Bui
         .unwrap_or_else(|| credentials.operator_secret_name.clone()))
 }
 
-fn env(name: &str, value: impl Into<String>) -> EnvVar {
+pub(crate) fn env(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar { name: name.to_owned(), value: Some(value.into()), value_from: None }
 }
 
@@ -104,7 +104,7 @@ fn owner(backup: &MysqlBackup, uid: &str) -> OwnerReference {
     }
 }
 
-fn secret_volume(name: &str, secret: &str) -> Volume {
+pub(crate) fn secret_volume(name: &str, secret: &str) -> Volume {
     Volume {
         name: name.to_owned(),
         secret: Some(SecretVolumeSource {

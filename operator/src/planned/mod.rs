@@ -17,6 +17,7 @@
 //! | `run.rs` | Fencing → Draining → WaitingForLag → Promoting → Publishing → Succeeded |
 //! | `rollback.rs` | RollingBack |
 //! | `end.rs` | terminal records, the hold, the terminal marker, stalls, manager absence, legacy blocks |
+//! | `settle.rs` | what an uncached re-read proves about an ambiguous status write |
 
 mod admission;
 mod decision;
@@ -26,6 +27,7 @@ mod model;
 mod request;
 mod rollback;
 mod run;
+mod settle;
 mod timings;
 
 pub use decision::{
@@ -36,6 +38,7 @@ pub use model::{
     Reading, Report, ReservationRefused, RunRecord, SiteView, TargetHealth,
 };
 pub use request::{Request, RequestError, parse_acknowledgement, parse_request};
+pub use settle::{Reread, Settlement, settle};
 pub use timings::Timings;
 
 use bloodraven_crd::group::{

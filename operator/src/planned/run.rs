@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::Pass;
 use super::decision::{Effect, Metric};
-use super::model::{Probe, Reading};
+use super::model::{ClaimSlot, Probe, Reading};
 
 /// What the source says at a pass of a fenced phase.
 pub(crate) enum SourceState {
@@ -129,6 +129,7 @@ impl Pass<'_> {
     /// A phase that holds the claim.
     pub(crate) fn claimed_pass(&mut self) {
         self.requests_while_live();
+        self.retake_claim();
         let fresh = self.record.memory.run_id.as_deref() != Some(self.run_id().as_str());
         if fresh && !self.decision.memory.confirmed_side_effect {
             self.decision.memory.confirmed_side_effect = true;
@@ -184,6 +185,23 @@ impl Pass<'_> {
                 );
             }
             _ => {}
+        }
+    }
+
+    /// A durable record that holds the claim while the slot is free: the grant's Fencing
+    /// write committed although its answer was lost (an ambiguous write whose settlement
+    /// stayed unknown), so the `TakeClaim` it announced never ran. The claim is taken now,
+    /// before any side effect of the pass, so the topology manager defers to the run. (From
+    /// Promoting on, a free slot can mean the confirmed promotion released it: left alone.)
+    fn retake_claim(&mut self) {
+        let phase = self.block().and_then(|b| b.phase.clone());
+        if self.obs.claim == ClaimSlot::Free
+            && matches!(
+                phase,
+                Some(Phase::Fencing | Phase::Draining | Phase::WaitingForLag | Phase::RollingBack)
+            )
+        {
+            self.decision.effects.insert(0, Effect::TakeClaim { run_id: self.run_id() });
         }
     }
 
@@ -472,7 +490,10 @@ impl Pass<'_> {
                 Reason::LagTimeout,
                 format!("target {target:?} did not apply the fenced set within {max_lag_wait}"),
             );
+            return;
         }
+        // The source is fenced while the target catches up: read it again soon.
+        self.decision.requeue_after = self.decision.requeue_after.min(self.t.lag_poll);
     }
 
     /// The durable failover record is still the run's baseline (or the run's own).

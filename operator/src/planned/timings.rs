@@ -58,6 +58,12 @@ pub struct Timings {
     /// How often a waiting run (Admitting, WaitingForLag, a rollback) is re-evaluated. Not in
     /// the document: ours, one second, the drain's cadence.
     pub poll: SignedDuration,
+    /// How often WaitingForLag re-reads the target while it has not applied the fenced set.
+    /// Not in the document ("polling the target until its GTID_EXECUTED contains
+    /// fence.gtidSet" names no cadence): ours, 100 ms, because the source is fenced meanwhile and
+    /// every poll interval the target catches up within is added to the write outage (with
+    /// the 1 s `poll` a target a few milliseconds behind cost a 1.04 s outage).
+    pub lag_poll: SignedDuration,
     /// `spec.plannedFailover.maxLagWait` default, "5m".
     pub default_max_lag_wait: SignedDuration,
     /// `spec.plannedFailover.drainTimeout` default, "30s".
@@ -105,6 +111,7 @@ impl Timings {
             write_reserve: secs(5),
             settlement: secs(30),
             poll: secs(1),
+            lag_poll: SignedDuration::from_millis(100),
             default_max_lag_wait: secs(300),
             default_drain_timeout: secs(30),
             default_cooldown: secs(300),
@@ -147,6 +154,8 @@ impl Timings {
             write_reserve: d(base.write_reserve),
             settlement: d(base.settlement),
             poll: d(base.poll),
+            // Ours (100 ms), never slower than the scaled idle poll.
+            lag_poll: base.lag_poll.min(d(base.poll)),
             default_max_lag_wait: d(base.default_max_lag_wait),
             default_drain_timeout: d(base.default_drain_timeout),
             default_cooldown: d(base.default_cooldown),

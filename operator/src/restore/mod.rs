@@ -13,7 +13,9 @@
 //!   settlement of a failed run (IO around [`core_run`]).
 //! - [`run_sql`]: the run's MySQL reads and statements (IO).
 //! - [`signals`]: Degraded/Ready and the gauge while a queue stands (pure).
+//! - [`bootstrap`]: the bootstrap restore of `spec.initFromBackup` (its own pure core and IO).
 
+pub mod bootstrap;
 pub mod clone;
 pub mod core;
 pub mod core_run;

@@ -2,7 +2,9 @@
 //! server), asks [`super::core::drive`] what to do, writes `status.restoreReclones` (with the
 //! resourceVersion it read, so a human's concurrent patch is never overwritten), then the
 //! annotation and the Events; and it runs the clone of the queue's own current request
-//! ([`super::clone`]) in the background, remembering its outcome in process memory.
+//! ([`super::clone`]) in the background, remembering its outcome in process memory. After the
+//! queue's step, the same poll decides an administrator's request
+//! ([`crate::reclone::io::poll`]), on the annotation as the queue's effects left it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,6 +38,8 @@ pub struct RecloneMemory {
     task: Option<(String, JoinHandle<Result<(), String>>)>,
     /// The outcome of a finished clone, by request value.
     outcome: Option<(String, CloneProgress)>,
+    /// Administrators' requests (kept across the queue's comings and goings).
+    admin: crate::reclone::io::AdminMemory,
 }
 
 impl RecloneMemory {
@@ -100,15 +104,32 @@ pub struct QueueContext<'a> {
     pub now: Timestamp,
 }
 
-/// One poll of the queue. Nothing happens without `status.restoreReclones`.
+/// One poll: the queue's step (nothing without `status.restoreReclones`), then an
+/// administrator's request on the annotation the queue's step left.
 pub async fn poll(ctx: &QueueContext<'_>, memory: &mut RecloneMemory) -> Result<(), QueueIoError> {
+    let (annotation, version) = poll_queue(ctx, memory).await?;
+    crate::reclone::io::poll(ctx, &mut memory.admin, annotation.as_deref(), version).await
+}
+
+/// The queue's step. Returns the `reclone-site` annotation as its effects left it and the
+/// resourceVersion last read or written.
+async fn poll_queue(
+    ctx: &QueueContext<'_>,
+    memory: &mut RecloneMemory,
+) -> Result<(Option<String>, Option<String>), QueueIoError> {
     let group = ctx.group;
-    let Some(status) = group.status.as_ref() else { return Ok(()) };
-    let Some(queue) = status.restore_reclones.as_ref() else {
-        *memory = RecloneMemory { task: memory.task.take(), ..RecloneMemory::default() };
-        return Ok(());
-    };
     let annotation = group.annotations().get(RECLONE_SITE).cloned();
+    let Some(status) = group.status.as_ref() else {
+        return Ok((annotation, group.resource_version()));
+    };
+    let Some(queue) = status.restore_reclones.as_ref() else {
+        *memory = RecloneMemory {
+            task: memory.task.take(),
+            admin: std::mem::take(&mut memory.admin),
+            ..RecloneMemory::default()
+        };
+        return Ok((annotation, group.resource_version()));
+    };
     let current = queue.current.as_ref().and_then(request_key);
     let progress = match current.as_deref() {
         Some(request) => memory.progress(request).await,
@@ -125,7 +146,14 @@ pub async fn poll(ctx: &QueueContext<'_>, memory: &mut RecloneMemory) -> Result<
         _ => None,
     };
     let uid = group.metadata.uid.clone().unwrap_or_default();
-    let prefixes = BTreeMap::new();
+    // The spec's `gtidPrefix`: the divergent source of a site with recorded divergence.
+    let prefixes: BTreeMap<String, String> = queue
+        .pending
+        .iter()
+        .filter_map(|site| {
+            crate::reclone::core::divergent_source(status, site).map(|uuid| (site.clone(), uuid))
+        })
+        .collect();
     let step = drive(&QueueView {
         queue,
         active_site: status.active_site.as_deref(),
@@ -149,10 +177,11 @@ pub async fn poll(ctx: &QueueContext<'_>, memory: &mut RecloneMemory) -> Result<
     // (Draining, the queue's removal, their own annotation) in between wins, and the next poll
     // decides again.
     let mut version = group.resource_version();
+    let mut left = annotation.clone();
     if step.queue.as_ref() != Some(queue) {
         let Some(queue_value) = merge_value(step.queue.as_ref()) else {
             tracing::error!(group = %group.name_any(), "reclone queue: cannot serialize the queue; nothing written");
-            return Ok(());
+            return Ok((None, version));
         };
         let body = serde_json::json!({
             "metadata": { "resourceVersion": version },
@@ -166,8 +195,12 @@ pub async fn poll(ctx: &QueueContext<'_>, memory: &mut RecloneMemory) -> Result<
     }
     for effect in &step.effects {
         let value = match effect {
-            Effect::WriteAnnotation(value) => serde_json::Value::from(value.as_str()),
+            Effect::WriteAnnotation(value) => {
+                left = Some(value.clone());
+                serde_json::Value::from(value.as_str())
+            }
             Effect::RemoveAnnotation(value) if annotation.as_deref() == Some(value.as_str()) => {
+                left = None;
                 serde_json::Value::Null
             }
             Effect::RemoveAnnotation(_) => continue,
@@ -215,7 +248,18 @@ pub async fn poll(ctx: &QueueContext<'_>, memory: &mut RecloneMemory) -> Result<
             }
         }
     }
-    Ok(())
+    Ok((for_administrators(left, step.queue.as_ref()), version))
+}
+
+/// The annotation left for an administrator's request: none when it is the queue's own
+/// current request (also one this poll wrote, which the status read at the start of the poll
+/// does not show yet).
+fn for_administrators(
+    left: Option<String>,
+    queue: Option<&bloodraven_crd::group::RestoreReclones>,
+) -> Option<String> {
+    let ours = queue.and_then(|q| q.current.as_ref()).and_then(|c| c.request.as_deref());
+    left.filter(|value| Some(value.as_str()) != ours)
 }
 
 /// What this process remembers a request by: its value and when it was written (the same
@@ -266,7 +310,7 @@ pub(crate) async fn publish(
 
 /// The clone of one request: the donor's executed set first, the clone, then the recipient
 /// must answer again holding at least that set.
-async fn reclone(
+pub(crate) async fn reclone(
     recipient: (String, u16),
     donor: (String, u16),
     account: Account,
@@ -335,4 +379,28 @@ async fn read_gtid(endpoint: &Endpoint<'_>) -> Result<GtidSet, String> {
         .replace('\n', "")
         .parse()
         .map_err(|e: bloodraven_gtid::GtidError| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use bloodraven_crd::group::{RecloneRequest, RestoreReclones};
+
+    use super::for_administrators;
+
+    #[test]
+    fn the_queues_own_request_is_never_an_administrators() {
+        let ours = "fra:confirm=orders:uid=u1".to_owned();
+        let queue = RestoreReclones {
+            current: Some(RecloneRequest {
+                request: Some(ours.clone()),
+                ..RecloneRequest::default()
+            }),
+            ..RestoreReclones::default()
+        };
+        assert_eq!(for_administrators(Some(ours.clone()), Some(&queue)), None);
+        let theirs = "pdx:confirm=orders:uid=u1".to_owned();
+        assert_eq!(for_administrators(Some(theirs.clone()), Some(&queue)), Some(theirs.clone()));
+        assert_eq!(for_administrators(Some(ours.clone()), None), Some(ours));
+        assert_eq!(for_administrators(None, Some(&queue)), None);
+    }
 }

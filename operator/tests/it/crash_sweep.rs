@@ -422,7 +422,8 @@ async fn promoting_a_follower_of_a_frozen_source_is_bounded() {
     ));
     let bounds = Bounds { connect: Duration::from_millis(1500), query: Duration::from_secs(2) };
     let started = Instant::now();
-    let promoted = bloodraven_operator::apply::promote(&pool, "dst", bounds).await;
+    let timings = bloodraven_operator::apply::PromoteTimings::default();
+    let promoted = bloodraven_operator::apply::promote(&pool, "dst", bounds, timings).await;
     let took = started.elapsed();
     let observed = observe_site(&pool, "dst", bounds).await;
     tracing::warn!(?took, ?promoted, "promotion of a frozen source's follower");

@@ -193,6 +193,16 @@ const BACKUP_CALLS: &[&str] = &[
     // `backup_verify_live.rs`): read it, write its status.
     "mysqlbackupverifications:get",
     "mysqlbackupverifications/status",
+    // Schedules, retention and artifact cleanup (backup/housekeeping.rs, cleanup_io.rs), once
+    // a group has schedules or backups (reached by `backup_schedule_live.rs`).
+    "mysqlbackups:patch",
+    "mysqlbackups:delete",
+    "mysqlbackups:create",
+    "jobs:patch",
+    "jobs:delete",
+    "cronjobs:create",
+    "cronjobs:patch",
+    "cronjobs:delete",
 ];
 
 /// The operator's calls the lab refused (403), as `verb path?query`.

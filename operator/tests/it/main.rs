@@ -7,8 +7,11 @@
 
 mod backup;
 mod backup_live;
+mod backup_schedule_live;
 mod backup_verify_live;
 mod bad_input;
+mod bootstrap_live;
+mod bootstrap_plan;
 mod crash_sweep;
 mod deploy;
 mod dns;
@@ -17,7 +20,9 @@ mod live;
 mod planned_core;
 mod planned_crash;
 mod planned_props;
+mod planned_settle;
 mod planned_world;
+mod promote_relay;
 mod restore_clone;
 mod restore_core;
 mod restore_drill;

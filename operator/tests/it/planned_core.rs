@@ -736,6 +736,22 @@ fn timings_are_the_documents() {
     assert_eq!(t.setting(s(300)), s(300));
 }
 
+/// WaitingForLag reads the target again at `lag_poll` (ours, 100 ms), not at the 1 s idle
+/// poll: the source is fenced meanwhile, so a target a few transactions behind cost a 1.04 s
+/// write outage (bench `operator/planned/write_outage_median_1000wps`).
+#[test]
+fn the_lag_wait_reads_the_target_again_within_the_lag_poll() {
+    let mut world = happy();
+    world.lagging.insert("pdx".to_owned());
+    world.run_until_phase(Phase::WaitingForLag);
+    let decision = world.pass();
+    assert_eq!(world.phase(), Some(Phase::WaitingForLag), "still waiting: {decision:?}");
+    let t = Timings::document();
+    assert_eq!(t.lag_poll, SignedDuration::from_millis(100));
+    assert_eq!(decision.requeue_after, t.lag_poll);
+    assert!(Timings::scaled(60).lag_poll <= Timings::scaled(60).poll);
+}
+
 #[test]
 fn scaled_timings_divide_every_rule() {
     let t = Timings::scaled(60);

@@ -61,6 +61,10 @@ pub(crate) struct World {
     pub(crate) status_write_failing: bool,
     /// Failing status writes stay unsettled: a claim taken for one is kept.
     pub(crate) ambiguous_writes: bool,
+    /// The first status write carrying each of these phases commits, but its answer is lost
+    /// and its settlement stays unknown: the applier runs neither its annotations nor its
+    /// effects (the lab's `Fault::fail_after_serving` with `body_contains` the phase).
+    pub(crate) applied_unanswered: Vec<PlannedFailoverPhase>,
     pub(crate) fence_fails: bool,
     pub(crate) promote_fails: bool,
     /// The promotion clears super_read_only only (read_only stays ON): never confirmable.
@@ -75,6 +79,8 @@ pub(crate) struct World {
     pub(crate) lagging: std::collections::BTreeSet<String>,
     /// Every decision, in order.
     pub(crate) decisions: Vec<Decision>,
+    /// Every effect the applier ran (a dropped write's effects are not), in order.
+    pub(crate) ran: Vec<Effect>,
     /// Violations of "never a side effect without its record first".
     pub(crate) violations: Vec<String>,
     pub(crate) named_for_reassert: Vec<String>,
@@ -137,6 +143,7 @@ impl World {
             status_writes_fail: false,
             status_write_failing: false,
             ambiguous_writes: false,
+            applied_unanswered: Vec::new(),
             fence_fails: false,
             promote_fails: false,
             promote_partial: false,
@@ -147,6 +154,7 @@ impl World {
             run_counter: 0,
             lagging: Default::default(),
             decisions: Vec::new(),
+            ran: Vec::new(),
             violations: Vec::new(),
             named_for_reassert: Vec::new(),
             named_last_target: Vec::new(),
@@ -285,10 +293,18 @@ impl World {
                 self.active = last.target.clone();
             }
             self.resource_version += 1;
+            let phase = write.block.as_ref().and_then(|block| block.phase.clone());
+            if let Some(at) = self.applied_unanswered.iter().position(|p| Some(p) == phase.as_ref())
+            {
+                self.applied_unanswered.remove(at);
+                self.status_write_failing = true;
+                return;
+            }
         }
         self.patch(&decision.annotations);
         for effect in &decision.effects {
             self.check_announced(effect);
+            self.ran.push(effect.clone());
             self.run(effect);
         }
     }

@@ -146,6 +146,29 @@ fn the_failed_primary_is_replaced_by_the_freshest_candidate_after_the_threshold(
 }
 
 #[test]
+fn a_candidate_with_a_relay_backlog_outranks_one_that_executed_more() {
+    // sfo executed 1-95 and received nothing more; pdx executed only 1-80 (its applier lags)
+    // but received 1-100. Promoting pdx (which applies its relay log first) keeps 1-100.
+    let mut pdx = cand("pdx", ReadOnly, &format!("{A}:1-80"), Some("iad"));
+    pdx.replica.as_mut().unwrap().retrieved_gtid_set = set(&format!("{A}:1-100"));
+    let mut sfo = cand("sfo", ReadOnly, &format!("{A}:1-95"), Some("iad"));
+    sfo.replica.as_mut().unwrap().retrieved_gtid_set = set(&format!("{A}:1-95"));
+    let mut world = World::new(vec![cand("iad", Unreachable, "", None), pdx, sfo]);
+    world.facts[0].gtid_executed = None;
+    world.priorities = vec!["sfo".into()];
+    assert_eq!(
+        world.failed_for("iad", 3).plan(),
+        vec![
+            Step::Promote {
+                site: "pdx".into(),
+                by: PromoteWhy::Emergency { failed: "iad".into(), by: SelectedBy::Freshness }
+            },
+            Step::RecordActive { site: "pdx".into(), failover: true },
+        ]
+    );
+}
+
+#[test]
 fn both_candidates_down_is_no_primary_and_no_action() {
     let mut facts = healthy();
     facts[0].state = Unreachable;

@@ -213,8 +213,14 @@ impl ArchiverSettings {
     /// bytes, exactly (an unreadable or empty file is a store init failure, retried).
     pub fn read_key(&self) -> Result<ReaderKey, String> {
         let Some(path) = &self.passphrase_file else { return Ok(ReaderKey::None) };
-        let passphrase =
-            std::fs::read(path).map_err(|e| format!("passphrase file {}: {e}", path.display()))?;
+        let passphrase = std::fs::read(path).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                "; the profile's passphrase Secret or its key (encryption.passphraseSecretKeyRef) is missing, so nothing is archived until it exists"
+            } else {
+                ""
+            };
+            format!("passphrase file {}: {e}{hint}", path.display())
+        })?;
         if passphrase.is_empty() {
             return Err(format!(
                 "passphrase file {} is empty; mount the archive key snapshot's passphrase",
@@ -512,5 +518,60 @@ mod tests {
         assert_eq!(settings.index_name, "mysql-bin.index");
         assert_eq!(settings.data_dir, PathBuf::from("/var/lib/mysql"));
         assert_eq!(settings.poll_interval, Duration::from_secs(120));
+        assert_eq!(settings.passphrase_file, None, "a plaintext profile has no key file");
+    }
+
+    /// An encrypted profile's render names the key file the operator mounts; a missing file
+    /// (the Secret or its key absent) is a store init failure that says so.
+    #[test]
+    fn the_operators_encrypted_render_reads_the_mounted_key_file() {
+        use bloodraven_crd::fixtures::GroupFixture;
+        use bloodraven_crd::group::{BackupEncryption, PitrSpec};
+        use k8s_openapi::api::core::v1::SecretKeySelector;
+
+        let mut group = GroupFixture::three_sites().with_s3_profile("nightly").build();
+        let backup = group.spec.backup.get_or_insert_with(Default::default);
+        backup.profiles[0].encryption = Some(BackupEncryption {
+            algorithm: None,
+            passphrase_secret_key_ref: SecretKeySelector {
+                name: "archive-key".to_owned(),
+                key: "passphrase".to_owned(),
+                optional: None,
+            },
+        });
+        backup.pitr = Some(PitrSpec {
+            enabled: Some(true),
+            profile_name: Some("nightly".to_owned()),
+            ..PitrSpec::default()
+        });
+        let objects = bloodraven_workloads::site_objects(&group, "pdx").unwrap();
+        let pod = objects.deployment.spec.template.spec.unwrap();
+        let container = pod
+            .containers
+            .into_iter()
+            .find(|c| c.name == bloodraven_workloads::containers::SIDECAR)
+            .unwrap();
+        let pairs: Vec<(&str, String)> = container
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|var| Some((var.name.as_str(), var.value.clone()?)))
+            .collect();
+        let settings = ArchiverSettings::from_vars(vars(&pairs)).unwrap().unwrap();
+        assert_eq!(settings.passphrase_file, Some(PathBuf::from(env::PITR_PASSPHRASE_PATH)));
+        let mounted = container.volume_mounts.unwrap_or_default();
+        assert!(
+            mounted
+                .iter()
+                .any(|m| env::PITR_PASSPHRASE_PATH.starts_with(&format!("{}/", m.mount_path))
+                    && m.name == env::PITR_KEY_VOLUME),
+            "the key file is inside a rendered mount: {mounted:?}"
+        );
+        let missing = ArchiverSettings {
+            passphrase_file: Some(PathBuf::from("/nonexistent/bloodraven/pitr-key/passphrase")),
+            ..settings
+        };
+        let error = missing.read_key().unwrap_err();
+        assert!(error.contains("passphraseSecretKeyRef) is missing"), "{error}");
     }
 }

@@ -13,10 +13,13 @@
 //! | [`dump_meta`] | `dump-meta`: a PITR restore's backup metadata (`dump.json`), step-2 refusals |
 //! | [`pitr_download`] | `pitr-download`: archive → plan, staged segment files, `coverage.json`, `plan.json` |
 //! | [`replay`] | `replay`: the plan's segments into the loaded server, the proof and the verdict |
+//! | [`cleanup`] | `artifact-cleanup`: delete exactly the recorded artifact, report `BLOODRAVEN_CLEANUP_*` |
+//! | [`schedule`] | `scheduled-backup`: a backup schedule's CronJob run (the operator turns it into a MysqlBackup) |
 //! | [`verify`] | `verify`: a MysqlBackupVerification's proof: metadata, chunks, a scratch load, checksums |
 //! | [`scratch`] | the verification's throwaway `mysqld` (initialised, loopback only, killed on drop) |
 
 pub mod backup;
+pub mod cleanup;
 pub mod client;
 pub mod creds;
 pub mod dump_meta;
@@ -24,6 +27,7 @@ pub mod dumpfile;
 pub mod pitr_download;
 pub mod replay;
 pub mod restore;
+pub mod schedule;
 pub mod scratch;
 pub mod storage;
 pub mod verify;

@@ -1,10 +1,11 @@
 //! What `--wait` says of a backup or a verification it follows: the phase, and once it ended
-//! the outcome — the artifact of a Succeeded backup, the reason of a Failed one. Pure: the
-//! status in, lines out.
+//! the outcome — the artifact of a Succeeded backup, the reason of a Failed one — and why the
+//! operator ignored an acknowledgement (its Event). Pure: the status or Events in, lines out.
 
 use bloodraven_crd::backup::{BackupPhase, MysqlBackupStatus};
 use bloodraven_crd::condition::{Condition, ConditionType};
 use bloodraven_crd::verification::{MysqlBackupVerificationStatus, VerificationPhase};
+use k8s_openapi::api::core::v1::Event;
 
 /// A followed object's phase and, once terminal, its outcome: `Ok` says what was made,
 /// `Err` why it failed.
@@ -92,6 +93,50 @@ pub(super) fn verification(status: Option<&MysqlBackupVerificationStatus>) -> Fo
     Followed { phase: text, outcome }
 }
 
+/// What `--wait` says of an acknowledgement the operator read and did not act on: why, from
+/// its PlannedFailoverHoldAcknowledgmentIgnored Event when one was found.
+pub(super) fn ignored(why: Option<&str>) -> String {
+    match why {
+        Some(message) => format!(
+            "ignored by the operator (PlannedFailoverHoldAcknowledgmentIgnored): {message}; the \
+             hold still stands"
+        ),
+        None => "ignored by the operator: the hold still stands and no \
+                 PlannedFailoverHoldAcknowledgmentIgnored Event says why yet (see the group's \
+                 Events)"
+            .to_owned(),
+    }
+}
+
+/// The message of the newest PlannedFailoverHoldAcknowledgmentIgnored Event on group `name`
+/// (any namespace the caller listed) from `since` on, compared to the second: Event times have
+/// no finer grain.
+pub(crate) fn newest_ignored<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+    name: &str,
+    since: jiff::Timestamp,
+) -> Option<String> {
+    let since = since.as_second();
+    events
+        .into_iter()
+        .filter(|event| {
+            event.reason.as_deref() == Some("PlannedFailoverHoldAcknowledgmentIgnored")
+                && event.involved_object.kind.as_deref() == Some("MysqlFailoverGroup")
+                && event.involved_object.name.as_deref() == Some(name)
+        })
+        .filter_map(|event| {
+            let at = event
+                .last_timestamp
+                .as_ref()
+                .or(event.first_timestamp.as_ref())
+                .map(|time| time.0)
+                .or(event.event_time.as_ref().map(|time| time.0))?;
+            (at.as_second() >= since).then(|| (at, event.message.clone().unwrap_or_default()))
+        })
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, message)| message)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -146,6 +191,39 @@ mod tests {
             backup(Some(&bare)).outcome,
             Some(Err("Failed (the operator recorded no reason: see the object's Events)".into()))
         );
+    }
+
+    fn event(reason: &str, name: &str, at: &str, message: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}.{at}"), "namespace": "orders"},
+            "involvedObject": {"kind": "MysqlFailoverGroup", "name": name, "namespace": "orders"},
+            "reason": reason, "message": message, "type": "Warning", "lastTimestamp": at,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_ignored_acknowledgement_is_explained_by_its_newest_event_since_the_send() {
+        const IGNORED: &str = "PlannedFailoverHoldAcknowledgmentIgnored";
+        let events = [
+            event(IGNORED, "orders", "2026-04-20T14:39:00Z", "an older acknowledgement"),
+            event(IGNORED, "orders", "2026-04-20T14:40:02Z", "the claim is held for run r-2"),
+            event(IGNORED, "orders", "2026-04-20T14:40:01Z", "an earlier one of this second"),
+            event(IGNORED, "payments", "2026-04-20T14:40:05Z", "another group"),
+            event("PlannedFailoverHoldPersisted", "orders", "2026-04-20T14:40:06Z", "reminder"),
+        ];
+        // Sent within the second of 14:40:00: Event times are whole seconds.
+        let sent: jiff::Timestamp = "2026-04-20T14:40:00.700Z".parse().unwrap();
+        let why = newest_ignored(&events, "orders", sent);
+        assert_eq!(why.as_deref(), Some("the claim is held for run r-2"));
+        assert_eq!(
+            ignored(why.as_deref()),
+            "ignored by the operator (PlannedFailoverHoldAcknowledgmentIgnored): the claim is \
+             held for run r-2; the hold still stands"
+        );
+        let later: jiff::Timestamp = "2026-04-20T14:41:00Z".parse().unwrap();
+        assert_eq!(newest_ignored(&events, "orders", later), None);
+        assert!(ignored(None).contains("see the group's Events"));
     }
 
     #[test]

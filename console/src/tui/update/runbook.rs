@@ -43,12 +43,17 @@ pub(super) fn runbook_input(state: &mut State, intent: &Intent) -> Handled {
 /// A step's action was sent through its confirm dialog: its `expect` is waited for from now.
 pub(super) fn acted(state: &mut State, key: &Key, runbook: &str, step: &str) {
     let now = state.now;
+    // The group the action was decided on: the step's `expect` reads it as `before`.
+    let view = state.group(key).map(GroupView::of);
     let Some(progress) = state.ui.runbooks.get_mut(key).and_then(|ui| ui.progress.get_mut(runbook))
     else {
         return;
     };
     if progress.step.as_deref() == Some(step) {
-        *progress = progress.clone().acted(now);
+        *progress = match &view {
+            Some(view) => progress.clone().acted_on(now, view),
+            None => progress.clone().acted(now),
+        };
     }
 }
 
@@ -127,7 +132,7 @@ fn walk_input(
                                  explains (waiting for its result)",
                                 offer.action.name()
                             ));
-                            progress.acted(now)
+                            progress.acted_on(now, &GroupView::of(group))
                         }
                     }
                 }

@@ -156,7 +156,12 @@ pub fn shown(state: &State) -> Option<&Workbench> {
 /// The archive profile the restore reads: the one the group archives to (the archive the
 /// panel shows), else its own bootstrap's.
 fn archive_profile(state: &State, key: &Key) -> Option<String> {
-    let group = state.group(key)?;
+    group_archive_profile(state.group(key)?)
+}
+
+/// The archive profile a restore of `group` reads (the same rule for the workbench and
+/// `pitr restore-new`): the one the group archives to, else its own bootstrap's.
+pub(crate) fn group_archive_profile(group: &bloodraven_crd::MysqlFailoverGroup) -> Option<String> {
     let archived = group
         .spec
         .backup

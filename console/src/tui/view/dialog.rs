@@ -177,9 +177,10 @@ pub fn render_dialog_with(
     frame.render_widget(paragraph, area);
 }
 
-/// What the watch shows of a sent operation: the planned failover's phase, the hold cleared
-/// or still standing, the queue, the backup's or verification's phase.
-pub fn follow_lines(state: &State, op: &WriteOp) -> Vec<Line<'static>> {
+/// What the watch shows of an operation sent at `sent_at`: the planned failover's phase, the
+/// hold cleared, still standing or the acknowledgement ignored (with the operator's Event),
+/// the queue, the backup's or verification's phase.
+pub fn follow_lines(state: &State, op: &WriteOp, sent_at: jiff::Timestamp) -> Vec<Line<'static>> {
     let group_ref = op.group();
     let key = (group_ref.namespace.clone(), group_ref.name.clone());
     let Some(group) = state.group(&key) else {
@@ -208,13 +209,21 @@ pub fn follow_lines(state: &State, op: &WriteOp) -> Vec<Line<'static>> {
             lines.push(Line::from(" the planned-failover panel (2) shows the timeline"));
         }
         WriteOp::AcknowledgeHold { run_id, .. } => {
-            lines.push(Line::from(match &status.planned_failover_hold {
-                None => " the hold is cleared (PlannedFailoverHoldAcknowledged)".to_owned(),
-                Some(hold) if hold.run_id.as_deref() == Some(run_id.as_str()) => {
+            let pending = group.metadata.annotations.as_ref().is_some_and(|annotations| {
+                annotations
+                    .contains_key(bloodraven_crd::annotations::ACKNOWLEDGE_PLANNED_FAILOVER_HOLD)
+            });
+            let ignored = (!pending).then(|| ignored_since(state, group, sent_at)).flatten();
+            lines.push(Line::from(match (&status.planned_failover_hold, ignored) {
+                (None, _) => " the hold is cleared (PlannedFailoverHoldAcknowledged)".to_owned(),
+                (Some(_), Some(message)) => format!(
+                    " ignored by the operator (PlannedFailoverHoldAcknowledgmentIgnored): {message}"
+                ),
+                (Some(hold), None) if hold.run_id.as_deref() == Some(run_id.as_str()) => {
                     " the hold still stands: waiting for the operator to read the acknowledgement"
                         .to_owned()
                 }
-                Some(hold) => format!(
+                (Some(hold), None) => format!(
                     " ignored: the hold now names run {}, not {run_id}; acknowledge that run",
                     hold.run_id.as_deref().unwrap_or("?")
                 ),
@@ -262,6 +271,19 @@ pub fn follow_lines(state: &State, op: &WriteOp) -> Vec<Line<'static>> {
         }
     }
     lines
+}
+
+/// The message of the newest PlannedFailoverHoldAcknowledgmentIgnored Event on `group` from
+/// `since` on, if the watch has one.
+fn ignored_since(
+    state: &State,
+    group: &bloodraven_crd::MysqlFailoverGroup,
+    since: jiff::Timestamp,
+) -> Option<String> {
+    let namespace = group.metadata.namespace.as_deref();
+    let events =
+        state.data.events.values().filter(|e| e.involved_object.namespace.as_deref() == namespace);
+    crate::ops::verbs::newest_ignored(events, group.metadata.name.as_deref()?, since)
 }
 
 /// What the watch shows of a created object: its phase, "no phase yet" when it has none, or
@@ -342,7 +364,7 @@ pub fn render_overlay(state: &State, frame: &mut Frame<'_>, screen: Rect) {
         }
         Some(Overlay::Dialog(guided)) => {
             let follow = match guided.sent_at {
-                Some(_) => follow_lines(state, &guided.dialog.prepared.op),
+                Some(at) => follow_lines(state, &guided.dialog.prepared.op, at),
                 None => Vec::new(),
             };
             render_dialog_with(&guided.dialog, follow, screen, color, frame);

@@ -1,6 +1,6 @@
 //! The reclone queue panel: the queue's phase, one row per queued site (state, attempts, next
 //! retry, the request it waits for) and, when Held, the spec's three choices with what follows
-//! from each (display only: the guided write is a separate dialog).
+//! from each; `a` proposes them, each behind its own confirm dialog.
 
 use bloodraven_crd::group::{RestoreReclones, RestoreReclonesPhase};
 use bloodraven_facts::verdict::{Inputs, held_queue_choices};
@@ -140,7 +140,18 @@ pub(super) fn reclone_lines(state: &State, group: &MysqlFailoverGroup) -> Vec<Li
                 lines.push(long_text(&format!("$ {command}")));
             }
         }
-        lines.push(Line::from("(display only: this console writes nothing)"));
+        // The panel itself writes nothing: `a` proposes the choices, each behind its dialog.
+        lines.push(Line::from(Span::styled(
+            format!(
+                "a: choose through a confirm dialog ({})",
+                if state.guided.write.on {
+                    "write mode is on"
+                } else {
+                    "W switches write mode on first"
+                }
+            ),
+            bold(),
+        )));
     }
     lines
 }

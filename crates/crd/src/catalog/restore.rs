@@ -84,6 +84,13 @@ pub(super) static RESTORE: &[Entry] = &[
         "Nothing; they run once the restore succeeds.",
     ),
     entry(
+        "BootstrapClonePending",
+        Clears,
+        "Our guard name (not a spec token): after the bootstrap restore succeeded, this empty site is being cloned from the seed with MySQL's CLONE plugin; until then it is neither promoted nor repointed (the load is not in the seed's binary log, so replication alone cannot fill it).",
+        "The seed serves; the site is empty or mid-clone. Ready=False/InitFromBackupInProgress names the sites still to clone.",
+        "Nothing; a failed clone is retried a minute later. If it keeps failing, read the operator log (bootstrap clone failed) and the site's error log.",
+    ),
+    entry(
         "BLOODRAVEN_LOCAL_INFILE_UNAVAILABLE",
         Never,
         "Restore Job exit: local_infile is OFF and the operator account cannot turn it on (it lacks SYSTEM_VARIABLES_ADMIN). Checked before anything destructive.",
@@ -350,6 +357,27 @@ pub(super) static RESTORE_IN_PLACE: &[Entry] = &[
         "A reclone-site annotation for a site queued in an Armed or Held queue (or otherwise invalid) was refused and removed.",
         "Nothing was cloned.",
         "To clone a held site, set status.restoreReclones.phase to Draining.",
+    ),
+    entry(
+        "RecloneRequested",
+        Never,
+        "Our Event name (not a spec token): an administrator's reclone-site annotation was accepted; the site is being cloned from the active primary with MySQL's CLONE plugin.",
+        "The site's data is replaced by the primary's; it rejoins replication when the clone ends.",
+        "Nothing; watch for RecloneSucceeded or RecloneFailed.",
+    ),
+    entry(
+        "RecloneSucceeded",
+        Never,
+        "Our Event name (not a spec token): the clone an administrator's reclone-site annotation asked for finished; the annotation is removed.",
+        "The site holds the primary's data and replicates from it.",
+        "Nothing.",
+    ),
+    entry(
+        "RecloneFailed",
+        Never,
+        "Our Event name (not a spec token): the clone an administrator's reclone-site annotation asked for failed; the annotation is removed.",
+        "The site may be empty or hold a partial clone; it is not promoted while it is behind.",
+        "Read the Event message and the site's error log, fix the cause, then set the reclone-site annotation again.",
     ),
     entry(
         "BootstrapRefusedRestoreHold",

@@ -36,16 +36,16 @@ use crate::planned::Scaled;
 use crate::sidecar::wait_for;
 
 /// Generous: CI shares 2 cores with other real servers.
-const WAIT: Duration = Duration::from_secs(90);
+pub(crate) const WAIT: Duration = Duration::from_secs(90);
 /// The group's first settling: real mysqld starts, slow while other drills run.
-const START: Duration = Duration::from_secs(240);
+pub(crate) const START: Duration = Duration::from_secs(240);
 /// The whole drill, lab start included.
-const DRILL: Duration = Duration::from_secs(540);
+pub(crate) const DRILL: Duration = Duration::from_secs(540);
 /// How long the fault stands in the drill that resumes: well inside the scaled 12 s stall
 /// window, long enough for several refused attempts (1 s polls, prompt retries).
 const SHORT_FAULT: Duration = Duration::from_secs(5);
 
-fn group() -> MysqlFailoverGroup {
+pub(crate) fn group() -> MysqlFailoverGroup {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("drills/manifests/operator-three-sites.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -53,12 +53,12 @@ fn group() -> MysqlFailoverGroup {
 }
 
 /// A string at a JSON pointer of the group, if any.
-fn text(group: &Value, pointer: &str) -> Option<String> {
+pub(crate) fn text(group: &Value, pointer: &str) -> Option<String> {
     group.pointer(pointer).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// `site`'s `(read_only, super_read_only)`, read directly as the operator account.
-async fn flags(live: &LiveLab, site: &str) -> (bool, bool) {
+pub(crate) async fn flags(live: &LiveLab, site: &str) -> (bool, bool) {
     let mut conn = connect(live, site).await;
     let row: (i64, i64) = conn
         .query_first("SELECT @@global.read_only, @@global.super_read_only")
@@ -69,13 +69,13 @@ async fn flags(live: &LiveLab, site: &str) -> (bool, bool) {
     (row.0 == 1, row.1 == 1)
 }
 
-async fn connect(live: &LiveLab, site: &str) -> mysql_async::Conn {
+pub(crate) async fn connect(live: &LiveLab, site: &str) -> mysql_async::Conn {
     let addr = live.mysql_addr(site).unwrap();
     mysql_async::Conn::new(accounts::opts(&OPERATOR, addr, None)).await.unwrap()
 }
 
 /// `SOURCE_DELAY = seconds` on `site`'s channel, the applier stopped and started around it.
-async fn delay_applier(live: &LiveLab, site: &str, seconds: u32) {
+pub(crate) async fn delay_applier(live: &LiveLab, site: &str, seconds: u32) {
     let mut conn = connect(live, site).await;
     conn.query_drop("STOP REPLICA SQL_THREAD").await.unwrap();
     conn.query_drop(format!("CHANGE REPLICATION SOURCE TO SOURCE_DELAY = {seconds}"))
@@ -87,7 +87,7 @@ async fn delay_applier(live: &LiveLab, site: &str, seconds: u32) {
 
 /// `site` still has its replication channel with both threads running (no STOP REPLICA or
 /// RESET REPLICA ALL was sent).
-async fn replicating(live: &LiveLab, site: &str) -> bool {
+pub(crate) async fn replicating(live: &LiveLab, site: &str) -> bool {
     let mut conn = connect(live, site).await;
     let row: Option<mysql_async::Row> = conn.query_first("SHOW REPLICA STATUS").await.unwrap();
     let _ = conn.disconnect().await;
@@ -97,14 +97,14 @@ async fn replicating(live: &LiveLab, site: &str) -> bool {
     io.as_deref() == Some("Yes") && sql.as_deref() == Some("Yes")
 }
 
-async fn annotate(live: &LiveLab, key: &str, value: &str) {
+pub(crate) async fn annotate(live: &LiveLab, key: &str, value: &str) {
     use kube::api::{Api, Patch, PatchParams};
     let api: Api<MysqlFailoverGroup> = Api::namespaced(live.client().clone(), live.namespace());
     let patch = serde_json::json!({"metadata": {"annotations": {key: value}}});
     api.patch(live.group_name(), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
 }
 
-fn has_event(live: &LiveLab, reason: &str) -> bool {
+pub(crate) fn has_event(live: &LiveLab, reason: &str) -> bool {
     live.group_events().iter().any(|event| event["reason"] == reason)
 }
 
@@ -123,7 +123,7 @@ fn refused_status_writes(live: &LiveLab) -> usize {
 }
 
 /// `site` is the active site and the only writable one, Ready.
-fn settled_on(group: &Value, site: &str) -> bool {
+pub(crate) fn settled_on(group: &Value, site: &str) -> bool {
     let ready = group["status"]["conditions"]
         .as_array()
         .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
@@ -185,7 +185,7 @@ async fn run_into_the_fault(live: &LiveLab) -> Workload {
     writes
 }
 
-async fn live_gtids(live: &LiveLab, site: &str) -> Option<String> {
+pub(crate) async fn live_gtids(live: &LiveLab, site: &str) -> Option<String> {
     let mut conn = connect(live, site).await;
     let set: Option<String> = conn.query_first("SELECT @@global.gtid_executed").await.ok()?;
     let _ = conn.disconnect().await;
@@ -213,7 +213,7 @@ async fn promotion_never_sent(live: &LiveLab, hold: Duration) {
 /// Writes resume on `site` (sessions left on a read-only server reset, as a pool drops it),
 /// then the ledger: every acknowledged write is on `site`.
 #[expect(clippy::print_stdout, reason = "the drill's numbers are its record (--no-capture)")]
-async fn rpo_zero_on(live: &LiveLab, writes: Workload, site: &str) {
+pub(crate) async fn rpo_zero_on(live: &LiveLab, writes: Workload, site: &str) {
     let link = live.drill_link("app:primary").unwrap();
     let before = writes.acknowledged();
     let started = Instant::now();
@@ -354,6 +354,6 @@ async fn planned_failover_with_status_writes_refused_past_the_stall_window_ends_
 }
 
 /// An annotation key as a JSON-pointer segment (`/` escaped).
-fn pointer(key: &str) -> String {
+pub(crate) fn pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }

@@ -2,7 +2,8 @@ use std::collections::BTreeMap;
 
 use bloodraven_crd::group::{SiteRole, SiteState};
 use bloodraven_facts::{
-    EmergencyChoice, Ineligible, SelectedBy, SiteFacts, choose_emergency_target,
+    EmergencyChoice, Ineligible, ReplicaObservation, SelectedBy, SiteFacts,
+    choose_emergency_target, freshness,
 };
 use bloodraven_gtid::GtidSet;
 use proptest::prelude::*;
@@ -28,6 +29,38 @@ fn the_freshest_candidate_wins_over_priority_and_order() {
         candidate("sfo", ReadOnly, &format!("{A}:1-95")),
     ];
     assert_eq!(choose(&facts, &["iad", "pdx"]), promote("sfo", SelectedBy::Freshness));
+}
+
+/// `candidate` with a replication channel whose receiver wrote `retrieved` to the relay log.
+fn received(name: &str, executed: &str, retrieved: &str) -> SiteFacts {
+    let mut site = candidate(name, ReadOnly, executed);
+    site.replica = Some(ReplicaObservation {
+        io_running: true,
+        sql_running: true,
+        retrieved_gtid_set: retrieved.parse().unwrap(),
+        ..ReplicaObservation::default()
+    });
+    site
+}
+
+#[test]
+fn a_relay_backlog_counts_toward_freshness() {
+    // pdx's applier lags: it executed 1-80 but received 1-100; sfo executed and received 1-95.
+    // Promoting pdx (after it applies its relay log) keeps 5 more transactions than sfo.
+    let facts = [
+        candidate("iad", Unreachable, &format!("{A}:1-100")),
+        received("pdx", &format!("{A}:1-80"), &format!("{A}:1-100")),
+        received("sfo", &format!("{A}:1-95"), &format!("{A}:1-95")),
+    ];
+    assert_eq!(choose(&facts, &["sfo"]), promote("pdx", SelectedBy::Freshness));
+    assert_eq!(freshness(&facts[1]).to_string(), format!("{A}:1-100"));
+    // Received equals executed elsewhere: the same set, so priorities decide.
+    let facts = [
+        candidate("iad", Unreachable, &format!("{A}:1-100")),
+        received("pdx", &format!("{A}:1-80"), &format!("{A}:1-95")),
+        received("sfo", &format!("{A}:1-95"), &format!("{A}:1-95")),
+    ];
+    assert_eq!(choose(&facts, &["sfo"]), promote("sfo", SelectedBy::Priority));
 }
 
 #[test]
@@ -109,15 +142,17 @@ fn guards_and_writable_or_unreadable_candidates_are_ineligible() {
     );
 }
 
-fn arbitrary_candidates() -> impl Strategy<Value = Vec<(u64, u64, bool)>> {
-    // Per site: transactions of A (1..=a), of B (1..=b), and whether it is reachable.
-    prop::collection::vec((0u64..6, 0u64..3, any::<bool>()), 1..6)
+fn arbitrary_candidates() -> impl Strategy<Value = Vec<(u64, u64, bool, u64)>> {
+    // Per site: transactions of A (1..=a), of B (1..=b), whether it is reachable, and how far
+    // its receiver got in A (1..=r; beyond `a` it is a relay backlog not yet applied).
+    prop::collection::vec((0u64..6, 0u64..3, any::<bool>(), 0u64..8), 1..6)
 }
 
 proptest! {
-    /// Whatever the sets, a promoted site holds every transaction of every eligible candidate:
-    /// an emergency failover never drops a transaction it could have kept. And a choice is
-    /// made exactly when the eligible candidates have a maximum.
+    /// Whatever the sets, a promoted site holds (executed or received) every transaction every
+    /// eligible candidate executed or received: an emergency failover never drops a
+    /// transaction it could have kept. And a choice is made exactly when the eligible
+    /// candidates have a maximum.
     #[test]
     fn the_promoted_site_contains_every_eligible_set(sites in arbitrary_candidates()) {
         let set_of = |a: u64, b: u64| {
@@ -127,21 +162,26 @@ proptest! {
             text.parse::<GtidSet>().unwrap()
         };
         let mut facts = vec![candidate("iad", Unreachable, &format!("{A}:1-9"))];
-        for (index, (a, b, up)) in sites.iter().enumerate() {
+        for (index, (a, b, up, r)) in sites.iter().enumerate() {
             let mut fact = candidate(&format!("s{index}"), if *up { ReadOnly } else { Unreachable }, "");
             fact.gtid_executed = Some(set_of(*a, *b));
+            fact.replica = Some(ReplicaObservation {
+                retrieved_gtid_set: set_of(*r, 0),
+                ..ReplicaObservation::default()
+            });
             facts.push(fact);
         }
+        let holds = |site: &SiteFacts| site.gtid_executed.as_ref().unwrap().union(&site.replica.as_ref().unwrap().retrieved_gtid_set);
         let eligible: Vec<&SiteFacts> = facts.iter().filter(|site| site.name != "iad" && site.state == ReadOnly).collect();
         let has_maximum = eligible.iter().any(|site| eligible.iter().all(|other| {
-            site.gtid_executed.as_ref().unwrap().is_superset(other.gtid_executed.as_ref().unwrap())
+            holds(site).is_superset(&holds(other))
         }));
         match choose(&facts, &[]) {
             EmergencyChoice::Promote { site, .. } => {
                 let chosen = facts.iter().find(|fact| fact.name == site).unwrap();
                 prop_assert_eq!(&chosen.state, &ReadOnly);
                 for other in &eligible {
-                    prop_assert!(chosen.gtid_executed.as_ref().unwrap().is_superset(other.gtid_executed.as_ref().unwrap()));
+                    prop_assert!(holds(chosen).is_superset(&holds(other)));
                 }
             }
             EmergencyChoice::NoCandidate { .. } => prop_assert!(eligible.is_empty()),

@@ -245,3 +245,117 @@ async fn a_subresource_fault_refuses_only_status_writes() {
     .await;
     lab.stop().await.unwrap();
 }
+
+/// The widget's color and resourceVersion as stored.
+async fn stored(widgets: &Api<Widget>) -> (Option<String>, String) {
+    let widget = widgets.get("w").await.unwrap();
+    (widget.spec.color, widget.metadata.resource_version.unwrap())
+}
+
+#[tokio::test]
+async fn a_write_served_then_failed_is_applied_although_the_client_sees_a_5xx() {
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+        let (_, before) = stored(&widgets).await;
+        lab.inject(Fault::fail_after_serving(500).verb("patch").resource("widgets"));
+
+        let merge = Patch::Merge(json!({"spec": {"color": "blue"}}));
+        let error =
+            api_status(widgets.patch("w", &PatchParams::default(), &merge).await.unwrap_err());
+        assert_eq!(error.code, 500, "{error:?}");
+        assert!(error.message.contains("after the request was served"), "{}", error.message);
+        let (color, after) = stored(&widgets).await;
+        assert_eq!(color.as_deref(), Some("blue"), "the write was applied");
+        assert_ne!(after, before, "the applied write moved the resourceVersion");
+        let patches: Vec<u16> = lab
+            .requests()
+            .iter()
+            .filter(|request| request.verb == "patch")
+            .map(|request| request.status)
+            .collect();
+        assert_eq!(patches, [500], "the client's view is logged");
+    })
+    .await;
+    lab.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_write_served_then_dropped_is_applied_although_the_client_sees_a_reset_or_its_timeout() {
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+
+        // Dropped at once: the client sees a transport error, not an API answer.
+        lab.inject(Fault::drop_after_serving(Duration::ZERO).verb("patch").resource("widgets"));
+        let blue = Patch::Merge(json!({"spec": {"color": "blue"}}));
+        let (_, before) = stored(&widgets).await;
+        match widgets.patch("w", &PatchParams::default(), &blue).await {
+            Err(kube::Error::Api(status)) => {
+                panic!("an API answer to a dropped request: {status:?}")
+            }
+            Err(_) => {}
+            Ok(widget) => panic!("a dropped request answered: {widget:?}"),
+        }
+        let (color, after) = stored(&widgets).await;
+        assert_eq!(color.as_deref(), Some("blue"), "the write was applied");
+        assert_ne!(after, before);
+
+        // Held past the client's own bound: it times out, and the write is applied anyway.
+        lab.inject(
+            Fault::drop_after_serving(Duration::from_secs(2)).verb("patch").resource("widgets"),
+        );
+        let green = Patch::Merge(json!({"spec": {"color": "green"}}));
+        let started = Instant::now();
+        let timed_out = tokio::time::timeout(
+            Duration::from_millis(300),
+            widgets.patch("w", &PatchParams::default(), &green),
+        )
+        .await;
+        assert!(timed_out.is_err(), "the response was held: {timed_out:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(stored(&widgets).await.0.as_deref(), Some("green"), "applied before the hold");
+        // Both dropped requests are logged with status 0 (no answer), once the hold ended.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let dropped = lab
+                .requests()
+                .iter()
+                .filter(|request| request.verb == "patch" && request.status == 0)
+                .count();
+            if dropped == 2 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "waited 10 s for 2 dropped patches, saw {dropped}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    lab.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fault_can_match_on_the_request_body() {
+    let lab = lab().await;
+    bounded(async {
+        let widgets: Api<Widget> = Api::namespaced(client(&lab).await, "default");
+        widgets.create(&PostParams::default(), &widget("w", "red")).await.unwrap();
+        lab.inject(
+            Fault::fail(500).verb("patch").resource("widgets").body_contains("\"color\":\"blue\""),
+        );
+        let green = Patch::Merge(json!({"spec": {"color": "green"}}));
+        widgets.patch("w", &PatchParams::default(), &green).await.unwrap();
+        assert_eq!(stored(&widgets).await.0.as_deref(), Some("green"), "another body passes");
+        let blue = Patch::Merge(json!({"spec": {"color": "blue"}}));
+        let error =
+            api_status(widgets.patch("w", &PatchParams::default(), &blue).await.unwrap_err());
+        assert_eq!(error.code, 500);
+        assert_eq!(stored(&widgets).await.0.as_deref(), Some("green"), "refused, not applied");
+        widgets.patch("w", &PatchParams::default(), &blue).await.unwrap();
+        assert_eq!(stored(&widgets).await.0.as_deref(), Some("blue"), "times defaults to one");
+    })
+    .await;
+    lab.stop().await.unwrap();
+}

@@ -230,8 +230,12 @@ fn every_step_evaluates_in_its_scenario() {
     for (id, view) in scenarios() {
         let rb = runbook(&all, id);
         for step in &rb.steps {
-            let p =
-                Progress { runbook: rb.id.clone(), step: Some(step.id.clone()), acted_at: None };
+            let p = Progress {
+                runbook: rb.id.clone(),
+                step: Some(step.id.clone()),
+                acted_at: None,
+                before: None,
+            };
             advance(rb, &p, &view, now).unwrap_or_else(|e| panic!("{id}/{}: {e}", step.id));
             advance(rb, &p.acted(now), &view, now)
                 .unwrap_or_else(|e| panic!("{id}/{} acted: {e}", step.id));
@@ -271,4 +275,46 @@ fn a_check_shows_the_values_it_read() {
     let check = check.unwrap();
     assert!(check.passed);
     assert_eq!(check.reads, [("group.activeSite".to_owned(), "iad".to_owned())]);
+}
+
+/// The planned-failover-before runbook's wait ends on this request's run, not on the previous
+/// run's terminal status still present when the request is sent (until the operator admits
+/// the new one, `status.plannedFailover` is the old, Succeeded run).
+#[test]
+fn the_planned_failover_wait_does_not_end_on_the_previous_runs_result() {
+    use bloodraven_crd::fixtures::succeeded_planned_failover;
+    let all = super::shipped();
+    let rb = runbook(&all, "planned-failover-before");
+    let now = t("2026-04-20T15:00:00Z");
+    let previous = succeeded_planned_failover();
+    let before =
+        GroupView::of(&GroupFixture::three_sites().with_planned_failover(previous.clone()).build());
+    assert!(applicable(&all, &before).runbooks.iter().any(|r| r.id == rb.id));
+    let step = rb.step_index("request").unwrap();
+    let p = Progress::start(rb).moved(rb, &Target::Step(step)).acted_on(now, &before);
+    let later = t("2026-04-20T15:00:05Z");
+    // The request was sent; the old run's Succeeded is all the group shows yet.
+    assert!(
+        matches!(advance(rb, &p, &before, later).unwrap(), NextStep::Waiting { .. }),
+        "the previous run's outcome ended the wait"
+    );
+    // The new run is admitted (no outcome yet): still waiting.
+    let mut running = previous.clone();
+    running.run_id = Some("a-new-run".to_owned());
+    running.result = None;
+    let admitted =
+        GroupView::of(&GroupFixture::three_sites().with_planned_failover(running.clone()).build());
+    assert!(matches!(advance(rb, &p, &admitted, later).unwrap(), NextStep::Waiting { .. }));
+    // The new run ends: satisfied.
+    let mut ended = previous;
+    ended.run_id = Some("a-new-run".to_owned());
+    let done = GroupView::of(&GroupFixture::three_sites().with_planned_failover(ended).build());
+    assert!(matches!(
+        advance(rb, &p, &done, later).unwrap(),
+        NextStep::Satisfied { next: Target::Done, .. }
+    ));
+    // The progress, with the group it acted on, survives leaving the view (serialized).
+    let text = serde_json::to_string(&p).unwrap();
+    let back: Progress = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, p);
 }

@@ -13,12 +13,14 @@
 //! | --- | --- |
 //! | `observe.rs` | the observation, the record, the claim slot's hydration |
 //! | `write.rs` | the status write and the annotation patches |
+//! | `settle.rs` | settling an ambiguous status write: re-reads and the status fence |
 //! | `effects.rs` | Fence, KillAppConnections, Promote, RefenceTarget, Unfence on MySQL |
 //! | `samples.rs` | the decision's metric samples into the operator's registry |
 
 mod effects;
 mod observe;
 mod samples;
+mod settle;
 mod write;
 
 pub use write::PLANNED_FIELD_MANAGER;
@@ -41,7 +43,9 @@ use mysql_async::Pool;
 use crate::credentials::Credentials;
 use crate::manager::{GroupKey, Shared};
 use crate::observe::Bounds;
-use crate::planned::{AnnotationChange, Decision, Effect, Memory, Report, Timings, step};
+use crate::planned::{
+    AnnotationChange, Decision, Effect, Memory, Report, StatusWrite, Timings, step,
+};
 use crate::status::{FIELD_MANAGER, PollOutcome, render};
 use crate::topology::Deferral;
 use write::Written;
@@ -124,7 +128,11 @@ fn next_pass(decision: &Decision, committed: bool, reports: &[Report]) -> Durati
         .max(Duration::from_millis(1))
 }
 
-/// Whether `block` holds the claim for `run_id`.
+/// A core duration as a timer's (zero when negative).
+fn std_duration(duration: jiff::SignedDuration) -> Duration {
+    Duration::try_from(duration).unwrap_or(Duration::ZERO)
+}
+
 /// Whether the group's planned-failover record is the record of run `run_id`.
 fn names_run(group: &MysqlFailoverGroup, run_id: &str) -> bool {
     group
@@ -134,6 +142,7 @@ fn names_run(group: &MysqlFailoverGroup, run_id: &str) -> bool {
         .is_some_and(|block| block.run_id.as_deref() == Some(run_id))
 }
 
+/// Whether the group's record holds the claim for `run_id`.
 fn holds_claim(group: &MysqlFailoverGroup, run_id: &str) -> bool {
     group.status.as_ref().and_then(|s| s.planned_failover.as_ref()).is_some_and(|block| {
         block.run_id.as_deref() == Some(run_id)
@@ -249,17 +258,53 @@ async fn commit(
     if let Some(status_write) = &decision.write {
         // The bookkeeping of this same decision is the only change since the read.
         let version = latest.metadata.resource_version.clone().unwrap_or_default();
-        match write::status(groups, &latest, &version, status_write).await {
+        let reserve = std_duration(input.timings.write_reserve);
+        let written = write::status(groups, &latest, &version, status_write, reserve).await;
+        // What the write was conditioned on (the bookkeeping may have moved the read's).
+        let conditioned = StatusWrite { resource_version: version, ..status_write.clone() };
+        match written {
             Written::Committed(group) => {
                 state.status_write_failing = false;
                 latest = *group;
             }
             Written::Conflict => {
-                tracing::info!(
-                    namespace = %key.namespace, group = %key.name,
-                    "planned failover: the group changed since the read; deciding again"
+                // A conflict may be the retry of an attempt that committed (the client
+                // retries a 503): the record decides, not the answer.
+                match settle::ambiguous_write(groups, key, &conditioned, reserve, reserve).await {
+                    settle::Settled::Landed(group) => {
+                        state.status_write_failing = false;
+                        latest = *group;
+                    }
+                    _ => {
+                        tracing::info!(
+                            namespace = %key.namespace, group = %key.name,
+                            "planned failover: the group changed since the read; deciding again"
+                        );
+                        return (latest, false);
+                    }
+                }
+            }
+            Written::Ambiguous(why) => {
+                tracing::warn!(
+                    namespace = %key.namespace, group = %key.name, why,
+                    "planned failover: status write ambiguous; settling"
                 );
-                return (latest, false);
+                let budget = std_duration(input.timings.settlement);
+                match settle::ambiguous_write(groups, key, &conditioned, budget, reserve).await {
+                    settle::Settled::Landed(group) => {
+                        state.status_write_failing = false;
+                        latest = *group;
+                    }
+                    settle::Settled::NotLanded(group) => {
+                        // A failed write for the stall window; nothing it announced runs.
+                        state.status_write_failing = true;
+                        return (*group, false);
+                    }
+                    settle::Settled::Unknown => {
+                        state.status_write_failing = true;
+                        return (latest, false);
+                    }
+                }
             }
             Written::Failed(error) => {
                 state.status_write_failing = true;

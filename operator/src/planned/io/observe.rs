@@ -453,6 +453,7 @@ mod tests {
                     auto_position: true,
                     last_io_error: String::new(),
                     last_sql_error: String::new(),
+                    retrieved_gtid_set: Default::default(),
                 }),
             }),
         };

@@ -21,8 +21,22 @@ pub(crate) enum Written {
     /// The object changed since the read (its resourceVersion `test` failed, or 409): proven
     /// not committed; decide again.
     Conflict,
-    /// Refused or failed (RBAC, 422, a webhook, a timeout).
+    /// Refused (RBAC, 422, a webhook): an answer that says the write was not applied.
     Failed(kube::Error),
+    /// No answer that says either way (a timeout, a reset connection, a 5xx): settled before
+    /// anything else happens (`io::settle`).
+    Ambiguous(String),
+}
+
+/// Whether a failed request may still have been applied: a 5xx, or no API answer at all
+/// (a transport error, an unreadable response). A request that never left (it could not be
+/// built) and an API answer below 500 were not applied.
+fn ambiguous(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(response) => response.code >= 500,
+        kube::Error::BuildRequest(_) | kube::Error::Auth(_) => false,
+        _ => true,
+    }
 }
 
 /// The conditions after `hold`: AutomaticFailoverHeld replaced, the others kept as read.
@@ -92,12 +106,14 @@ fn condition_failed(response: &kube::core::Status) -> bool {
     response.code == 409 || (response.code == 422 && response.message.contains("test"))
 }
 
-/// Applies `write`, conditioned on `resource_version`.
+/// Applies `write`, conditioned on `resource_version`, within `bound` (the durable write's
+/// reserve: a write not answered by then is ambiguous).
 pub(crate) async fn status(
     groups: &Api<MysqlFailoverGroup>,
     group: &MysqlFailoverGroup,
     resource_version: &str,
     write: &StatusWrite,
+    bound: std::time::Duration,
 ) -> Written {
     let name = group.metadata.name.clone().unwrap_or_default();
     let ops = operations(resource_version, group.status.as_ref(), write);
@@ -111,10 +127,13 @@ pub(crate) async fn status(
         field_manager: Some(PLANNED_FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    match groups.patch_status(&name, &params, &Patch::Json::<()>(patch)).await {
-        Ok(group) => Written::Committed(Box::new(group)),
-        Err(kube::Error::Api(response)) if condition_failed(&response) => Written::Conflict,
-        Err(error) => Written::Failed(error),
+    let patch = Patch::Json::<()>(patch);
+    match tokio::time::timeout(bound, groups.patch_status(&name, &params, &patch)).await {
+        Err(_) => Written::Ambiguous(format!("no answer within {bound:?}")),
+        Ok(Ok(group)) => Written::Committed(Box::new(group)),
+        Ok(Err(kube::Error::Api(response))) if condition_failed(&response) => Written::Conflict,
+        Ok(Err(error)) if ambiguous(&error) => Written::Ambiguous(error.to_string()),
+        Ok(Err(error)) => Written::Failed(error),
     }
 }
 

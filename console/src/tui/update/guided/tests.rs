@@ -363,6 +363,57 @@ fn a_runbook_step_opens_the_same_dialog_with_its_origin_and_waits_after_the_send
     assert!(matches!(state.screen(), Screen::Group { tab: DetailTab::Runbooks, .. }));
 }
 
+/// The screen's text, one row per line, at 120x36.
+fn screen_text(state: &State) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    terminal.draw(|frame| super::super::super::view::render(state, frame)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let mut text = String::new();
+    for y in 0..buffer.area.height {
+        let row: String =
+            (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect();
+        text.push_str(&row);
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn an_acknowledgement_the_operator_ignored_is_explained_by_its_event() {
+    let (mut state, _) = confirmed_as(Some(true), "orders");
+    sent_ok(&mut state);
+    assert!(screen_text(&state).contains("the hold still stands: waiting for the operator"));
+    // An Ignored Event from before the send explains nothing about this acknowledgement.
+    let event = |name: &str, at: jiff::Timestamp, message: &str| {
+        let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "orders"},
+            "involvedObject": {"kind": "MysqlFailoverGroup", "name": "orders",
+                               "namespace": "orders"},
+            "reason": "PlannedFailoverHoldAcknowledgmentIgnored", "type": "Warning",
+            "message": message, "lastTimestamp": at.to_string(),
+        }))
+        .unwrap();
+        super::super::super::action::DataEvent::Events(
+            super::super::super::action::Change::Applied(Box::new(event)),
+        )
+    };
+    let before = state.now - jiff::SignedDuration::from_secs(60);
+    update(&mut state, Action::Data(event("orders.old", before, "an older one")));
+    let text = screen_text(&state);
+    assert!(!text.contains("ignored by the operator"), "{text}");
+    // The operator read it (the annotation is gone), the hold still stands, and its Event says
+    // why: the follow-through says so.
+    let after = state.now + jiff::SignedDuration::from_secs(2);
+    let why = "the claim is held for planned failover r-9";
+    update(&mut state, Action::Data(event("orders.new", after, why)));
+    let text = screen_text(&state);
+    assert!(
+        text.contains("ignored by the operator (PlannedFailoverHoldAcknowledgmentIgnored)"),
+        "{text}"
+    );
+    assert!(text.contains("the claim is held for planned"), "{text}");
+}
+
 // ---- snapshots: every overlay state over the screen it came from ----
 
 fn draw(state: &State) -> String {
