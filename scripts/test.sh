@@ -24,6 +24,10 @@ cd "$root"
 # shellcheck source=scripts/provision.sh
 source "$root/scripts/provision.sh"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# CI builds once from a fresh clone: the incremental cache would only double the target folder.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
 
 log "rustfmt"
 cargo fmt --all -- --check

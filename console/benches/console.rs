@@ -367,6 +367,7 @@ fn bench_options() -> Options {
         no_color: true,
         archive_root: None,
         archive_credentials_from_secret: false,
+        archive_passphrase_file: None,
         kubeconfig: None,
         write: None,
     }

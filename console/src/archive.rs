@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use bloodraven_archive::coverage::{ForkCause, GapKind};
 use bloodraven_archive::manifest::RecordKind;
 use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
-use bloodraven_archive::{Coverage, OpenArchive};
+use bloodraven_archive::{Coverage, OpenArchive, Refusal, RefusalToken};
 use bloodraven_crd::{MysqlBackup, MysqlFailoverGroup};
 use bloodraven_gtid::GtidSet;
 use bloodraven_store::{
@@ -249,6 +249,59 @@ pub enum ArchiveOutcome {
     },
     /// The archive could not be read (store unreachable, transient failures).
     Failed(String),
+    /// The archive is encrypted and the console holds no passphrase for it, or a passphrase
+    /// that fails its authentication: the console's own key problem, not a refusal the
+    /// restore would give.
+    Locked(ArchiveKeyError),
+}
+
+/// The console cannot open an encrypted archive with the key it holds. The messages name the
+/// archive and the passphrase file, never the passphrase.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArchiveKeyError {
+    /// An encrypted archive and no passphrase.
+    #[error(
+        "the archive {location} is encrypted (passphrase mode) and the console holds no passphrase; {REMEDY_NO_KEY}"
+    )]
+    Encrypted {
+        /// Where the archive is.
+        location: String,
+    },
+    /// The passphrase does not verify the archive's key check.
+    #[error(
+        "authentication failed: the passphrase in {file} does not verify the archive {location} ({archive}); {REMEDY_WRONG_KEY}"
+    )]
+    WrongKey {
+        /// Where the archive is.
+        location: String,
+        /// The passphrase file.
+        file: PathBuf,
+        /// The reader's words (they name the archive ID).
+        archive: String,
+    },
+}
+
+/// How to give the console a passphrase.
+pub const REMEDY_NO_KEY: &str = "give the console the archive's passphrase with --pitr-passphrase-file PATH (or BLOODRAVEN_PITR_PASSPHRASE_FILE=PATH): a file holding the value of the profile's passphraseSecretKeyRef, for example `kubectl get secret NAME -o jsonpath='{.data.KEY}' | base64 -d > PATH`";
+/// What to do about a passphrase that does not verify.
+pub const REMEDY_WRONG_KEY: &str = "point --pitr-passphrase-file at the passphrase the archive was written with (the profile's passphraseSecretKeyRef; the bytes count exactly, a trailing newline included)";
+
+impl ArchiveKeyError {
+    /// The refusal token the reader gave.
+    pub fn token(&self) -> RefusalToken {
+        match self {
+            ArchiveKeyError::Encrypted { .. } => RefusalToken::ArchiveEncryptionMismatch,
+            ArchiveKeyError::WrongKey { .. } => RefusalToken::ArchiveKeyMismatch,
+        }
+    }
+
+    /// What to do.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            ArchiveKeyError::Encrypted { .. } => REMEDY_NO_KEY,
+            ArchiveKeyError::WrongKey { .. } => REMEDY_WRONG_KEY,
+        }
+    }
 }
 
 fn gap_kind(kind: &GapKind) -> &'static str {
@@ -524,6 +577,9 @@ pub struct ArchiveAccess {
     /// With `--archive-credentials-from-secret`: the read-only client that reads the profile's
     /// Secret. Without it S3 uses the local AWS environment (the SDK's default chain).
     pub secret_client: Option<kube::Client>,
+    /// With `--pitr-passphrase-file`: the file holding the passphrase of encrypted archives
+    /// (read at each open, never logged; a plaintext archive opens without it).
+    pub passphrase_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ArchiveAccess {
@@ -531,7 +587,20 @@ impl std::fmt::Debug for ArchiveAccess {
         f.debug_struct("ArchiveAccess")
             .field("archive_root", &self.archive_root)
             .field("credentials_from_secret", &self.secret_client.is_some())
+            .field("passphrase_file", &self.passphrase_file)
             .finish()
+    }
+}
+
+impl ArchiveAccess {
+    /// The access the command line gives (`--archive-root`, `--archive-credentials-from-secret`
+    /// with `client`, `--pitr-passphrase-file`).
+    pub fn of(global: &crate::cli::GlobalOptions, client: &kube::Client) -> Self {
+        Self {
+            archive_root: global.archive_root.clone(),
+            secret_client: global.archive_credentials_from_secret.then(|| client.clone()),
+            passphrase_file: global.pitr_passphrase_file.clone(),
+        }
     }
 }
 
@@ -601,37 +670,94 @@ pub async fn open_store(
     Ok(ArchiveStore::Fs(ReadOnlyStore::new(store), root))
 }
 
+/// What reading an archive with the console's key gave.
+#[derive(Debug)]
+pub enum Read {
+    /// Opened, every row read and indexed.
+    Opened(Box<bloodraven_replay::download::Downloaded>),
+    /// The reader refused the archive (a refusal the restore would give too).
+    Refused(Refusal),
+    /// The console's key cannot open it.
+    Locked(ArchiveKeyError),
+}
+
+/// Opens the archive at `root` with the key of `access` (pitr-download's path: the envelope
+/// opened, every row authenticated and indexed, nothing staged). A passphrase is for encrypted
+/// archives: a plaintext archive refuses it (`ArchiveEncryptionMismatch`) and is then opened
+/// without it, so one `BLOODRAVEN_PITR_PASSPHRASE_FILE` serves a fleet of both kinds.
+///
+/// # Errors
+/// An unreadable or empty passphrase file, or a store failure without a token.
+pub async fn read<S: ObjectStore>(
+    store: &S,
+    root: &ArchiveRoot,
+    access: &ArchiveAccess,
+    location: &ArchiveLocation,
+) -> Result<Read, String> {
+    use bloodraven_replay::download::{Opened, download};
+    let key = bloodraven_replay::key::reader_key(access.passphrase_file.as_deref())
+        .map_err(|error| error.to_string())?;
+    let opened = download(store, root, ReaderOptions::new(key), None)
+        .await
+        .map_err(|error| error.to_string())?;
+    let refusal = match opened {
+        Opened::Archive(downloaded) => return Ok(Read::Opened(downloaded)),
+        Opened::Refused(refusal) => refusal,
+    };
+    let location = location.to_string();
+    Ok(match (refusal.token, &access.passphrase_file) {
+        (RefusalToken::ArchiveEncryptionMismatch, None) => {
+            Read::Locked(ArchiveKeyError::Encrypted { location })
+        }
+        (RefusalToken::ArchiveKeyMismatch, Some(file)) => Read::Locked(ArchiveKeyError::WrongKey {
+            location,
+            file: file.clone(),
+            archive: refusal.message,
+        }),
+        (RefusalToken::ArchiveEncryptionMismatch, Some(_)) => {
+            match download(store, root, ReaderOptions::new(ReaderKey::None), None)
+                .await
+                .map_err(|error| error.to_string())?
+            {
+                Opened::Archive(downloaded) => Read::Opened(downloaded),
+                // Plaintext does not open either: the first answer (the key's) stands.
+                Opened::Refused(_) => Read::Refused(refusal),
+            }
+        }
+        _ => Read::Refused(refusal),
+    })
+}
+
 async fn open_summary<S: ObjectStore>(
     store: &S,
     root: &ArchiveRoot,
+    access: &ArchiveAccess,
     request: &ArchiveRequest,
 ) -> ArchiveOutcome {
     // Every row is read and indexed, as pitr-download reads it, so the windows are the
     // planner's answers.
-    let options = ReaderOptions::new(ReaderKey::None);
-    match bloodraven_replay::download::download(store, root, options, None).await {
-        Ok(bloodraven_replay::download::Opened::Archive(downloaded)) => {
-            ArchiveOutcome::Covered(Box::new(summarize_read(
-                &request.location.to_string(),
-                &downloaded.archive,
-                Some(&downloaded.history),
-                &request.backups,
-            )))
-        }
-        Ok(bloodraven_replay::download::Opened::Refused(refusal)) => ArchiveOutcome::Refused {
+    match read(store, root, access, &request.location).await {
+        Ok(Read::Opened(downloaded)) => ArchiveOutcome::Covered(Box::new(summarize_read(
+            &request.location.to_string(),
+            &downloaded.archive,
+            Some(&downloaded.history),
+            &request.backups,
+        ))),
+        Ok(Read::Refused(refusal)) => ArchiveOutcome::Refused {
             token: refusal.token.as_str().to_owned(),
             message: refusal.message.clone(),
             remedy: refusal.remedy.to_owned(),
         },
-        Err(error) => ArchiveOutcome::Failed(error.to_string()),
+        Ok(Read::Locked(error)) => ArchiveOutcome::Locked(error),
+        Err(error) => ArchiveOutcome::Failed(error),
     }
 }
 
 /// Opens the archive of `request` (list and get only) and summarizes it.
 pub async fn load(access: &ArchiveAccess, request: &ArchiveRequest) -> ArchiveOutcome {
     match open_store(access, &request.location).await {
-        Ok(ArchiveStore::Fs(store, root)) => open_summary(&store, &root, request).await,
-        Ok(ArchiveStore::S3(store, root)) => open_summary(&store, &root, request).await,
+        Ok(ArchiveStore::Fs(store, root)) => open_summary(&store, &root, access, request).await,
+        Ok(ArchiveStore::S3(store, root)) => open_summary(&store, &root, access, request).await,
         Err(error) => ArchiveOutcome::Failed(error),
     }
 }

@@ -49,6 +49,12 @@ pub struct GlobalOptions {
     /// through the read-only client) instead of the local AWS environment.
     #[arg(long, global = true)]
     pub archive_credentials_from_secret: bool,
+    /// A file holding the passphrase of encrypted PITR archives (the value of the profile's
+    /// passphraseSecretKeyRef), for the archive panel, the PITR workbench and `pitr plan`.
+    /// The passphrase itself is never taken on the command line, logged or journaled; a
+    /// plaintext archive opens without it.
+    #[arg(long, global = true, env = "BLOODRAVEN_PITR_PASSPHRASE_FILE", value_name = "PATH")]
+    pub pitr_passphrase_file: Option<PathBuf>,
     /// Open the console in write mode (guided operations may be confirmed and sent; `W` in
     /// the console does the same after a confirmation). Refused for a context the config
     /// pins read-only (`readOnlyContexts` in $XDG_CONFIG_HOME/bloodraven/config.yaml).
@@ -249,6 +255,12 @@ pub struct LabArgs {
     /// With `--drill`: the report as JSON.
     #[arg(long, requires = "drill")]
     pub json: bool,
+    /// With `--live`: archive the group's binlogs encrypted (PITR on a PVC profile whose
+    /// `encryption.passphraseSecretKeyRef` names a Secret the lab creates with a random
+    /// passphrase; a `bloodraven-sidecar` beside every mysqld). The console opens the archive
+    /// with the same passphrase (a 0600 file in the lab's folder).
+    #[arg(long, requires = "live", conflicts_with = "drill")]
+    pub encrypted_archive: bool,
 }
 
 /// The command line as clap sees it, renamed `kubectl bloodraven` when the binary was

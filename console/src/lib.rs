@@ -140,10 +140,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
             let (client, connection) =
                 client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref())
                     .await?;
-            let access = archive::ArchiveAccess {
-                archive_root: cli.global.archive_root.clone(),
-                secret_client: cli.global.archive_credentials_from_secret.then(|| client.clone()),
-            };
+            let access = archive::ArchiveAccess::of(&cli.global, &client);
             let query = archive::plan::PlanQuery {
                 namespace: cli.global.namespace.clone().unwrap_or(connection.default_namespace),
                 group: args.group.clone(),
@@ -250,6 +247,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                     no_color: cli.global.no_color,
                     archive_root: Some(archive_root),
                     archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
+                    archive_passphrase_file: cli.global.pitr_passphrase_file.clone(),
                     kubeconfig: Some(running.kubeconfig()),
                     write: Some(write),
                 };
@@ -271,6 +269,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<Exit> {
                 no_color: cli.global.no_color,
                 archive_root: cli.global.archive_root.clone(),
                 archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
+                archive_passphrase_file: cli.global.pitr_passphrase_file.clone(),
                 kubeconfig: cli.global.kubeconfig.clone(),
                 write: Some(write),
             };
@@ -321,10 +320,7 @@ async fn pitr_restore_new(
     let (client, connection) =
         client::connect(cli.global.kubeconfig.as_deref(), cli.global.context.as_deref()).await?;
     let namespace = cli.global.namespace.clone().unwrap_or(connection.default_namespace);
-    let access = archive::ArchiveAccess {
-        archive_root: cli.global.archive_root.clone(),
-        secret_client: cli.global.archive_credentials_from_secret.then(|| client.clone()),
-    };
+    let access = archive::ArchiveAccess::of(&cli.global, &client);
     let query = archive::plan::PlanQuery {
         namespace: namespace.clone(),
         group: args.group.clone(),

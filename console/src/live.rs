@@ -3,7 +3,8 @@
 //! Deployment), the fault proxies (one link per Service endpoint), the operator (the
 //! workspace's own `bloodraven-operator` build) and the 3-site group of
 //! `deploy/examples/group.yaml` (`iad`, `pdx` PrimaryCandidate, `fra` DisasterRecovery), whose
-//! site workloads the operator creates.
+//! site workloads the operator creates. With `--encrypted-archive` the group archives its
+//! binlogs encrypted ([`start_encrypted`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_drill::live::{LiveLab, OperatorLauncher, ProcessLauncher};
+use bloodraven_drill::live::{LiveLab, LiveOptions, OperatorLauncher, ProcessLauncher};
 use serde::Deserialize as _;
 
 /// The example group (with its Namespace and credentials Secret, which the harness makes).
@@ -53,6 +54,159 @@ pub async fn start(bin: PathBuf) -> anyhow::Result<LiveLab> {
     LiveLab::start(&group, Some(launcher)).await.context("starting the live lab")
 }
 
+/// What `--encrypted-archive` set up: where the archive is and the passphrase the console
+/// opens it with. The passphrase itself is only in the Secret and the 0600 file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabArchive {
+    /// The passphrase Secret (in the group's namespace) and its key.
+    pub secret: String,
+    pub key: String,
+    /// The profile's claim and subPath (the archive is `<subPath>/binlogs` on the claim).
+    pub claim: String,
+    pub sub_path: String,
+    /// The console's `--archive-root` for it (`<root>/<namespace>/<claim>` is the claim's
+    /// folder).
+    pub archive_root: PathBuf,
+    /// The console's `--pitr-passphrase-file` for it.
+    pub passphrase_file: PathBuf,
+}
+
+/// The archive profile `--encrypted-archive` adds.
+pub const ARCHIVE_PROFILE: &str = "archive";
+/// Its claim.
+pub const ARCHIVE_CLAIM: &str = "pitr";
+/// The key of the passphrase Secret.
+pub const ARCHIVE_KEY: &str = "passphrase";
+
+/// `group` archiving its binlogs encrypted: a PVC profile [`ARCHIVE_PROFILE`] (claim
+/// [`ARCHIVE_CLAIM`], subPath the group's name) whose `encryption.passphraseSecretKeyRef` is
+/// key [`ARCHIVE_KEY`] of Secret `<group>-archive-key`, and PITR on it. Returns the Secret's
+/// name.
+pub fn encrypt_archive(group: &mut MysqlFailoverGroup) -> String {
+    use bloodraven_crd::group::{
+        BackupEncryption, BackupProfile, BackupStorage, PitrSpec, PvcStorage, StorageType,
+    };
+    let name = group.metadata.name.clone().unwrap_or_default();
+    let secret = format!("{name}-archive-key");
+    let backup = group.spec.backup.get_or_insert_with(Default::default);
+    backup.profiles.retain(|profile| profile.name != ARCHIVE_PROFILE);
+    backup.profiles.push(BackupProfile {
+        name: ARCHIVE_PROFILE.to_owned(),
+        storage: BackupStorage {
+            type_: StorageType::Pvc,
+            s3: None,
+            pvc: Some(PvcStorage {
+                provisioned: None,
+                claim_name: Some(ARCHIVE_CLAIM.to_owned()),
+                sub_path: Some(name),
+            }),
+        },
+        dump: None,
+        retention: None,
+        encryption: Some(BackupEncryption {
+            algorithm: None,
+            passphrase_secret_key_ref: k8s_openapi::api::core::v1::SecretKeySelector {
+                name: secret.clone(),
+                key: ARCHIVE_KEY.to_owned(),
+                optional: None,
+            },
+        }),
+        verification: None,
+    });
+    backup.pitr = Some(PitrSpec {
+        enabled: Some(true),
+        profile_name: Some(ARCHIVE_PROFILE.to_owned()),
+        // A file sealed by a rotation is archived within seconds in the lab.
+        archive_poll_interval: Some(bloodraven_crd::Duration::new("5s")),
+        ..PitrSpec::default()
+    });
+    secret
+}
+
+/// A fresh passphrase: 32 bytes from the kernel, as 64 hexadecimal characters.
+fn new_passphrase() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .context("drawing the archive passphrase from /dev/urandom")?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Starts the live lab as [`start`] does, its group archiving encrypted ([`encrypt_archive`]):
+/// a `bloodraven-sidecar` beside every mysqld (`BLOODRAVEN_SIDECAR_BIN`, else next to this
+/// binary: `cargo build -p bloodraven-sidecar`), the passphrase Secret created with a random
+/// passphrase, also written to a 0600 file in the lab's folder, and the claim's folder reachable
+/// at the console's archive root. Until the Secret exists (a moment after the group) the
+/// sidecars report `ArchiveStoreInitFailed` and upload nothing, as in a cluster.
+pub async fn start_encrypted(bin: PathBuf) -> anyhow::Result<(LiveLab, LabArchive)> {
+    let mut group = example_group(EXAMPLE)?;
+    let secret = encrypt_archive(&mut group);
+    let sidecar = bloodraven_kubelet::SidecarConfig::locate().context(
+        "--encrypted-archive runs a sidecar beside every mysqld, and no bloodraven-sidecar was          found: run `cargo build -p bloodraven-sidecar` (or set BLOODRAVEN_SIDECAR_BIN)",
+    )?;
+    let launcher: Arc<dyn OperatorLauncher> = Arc::new(ProcessLauncher { bin });
+    let options = LiveOptions { sidecar: Some(sidecar), ..LiveOptions::default() };
+    let live = LiveLab::start_with(&group, Some(launcher), options)
+        .await
+        .context("starting the live lab")?;
+    match key_archive(&live, &group, secret) {
+        Ok(archive) => Ok((live, archive)),
+        Err(error) => {
+            live.stop().await;
+            Err(error)
+        }
+    }
+}
+
+/// Creates the passphrase Secret and the console's passphrase file and archive root.
+fn key_archive(
+    live: &LiveLab,
+    group: &MysqlFailoverGroup,
+    secret: String,
+) -> anyhow::Result<LabArchive> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let namespace = live.namespace().to_owned();
+    let passphrase = new_passphrase()?;
+    let passphrase_file = live.dir().join("pitr-passphrase");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&passphrase_file)
+        .and_then(|mut file| file.write_all(passphrase.as_bytes()).map(|()| file))
+        .with_context(|| format!("writing {}", passphrase_file.display()))?;
+    file.flush().with_context(|| format!("writing {}", passphrase_file.display()))?;
+    live.lab()
+        .apply(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": secret, "namespace": namespace},
+            "stringData": {ARCHIVE_KEY: passphrase},
+        }))
+        .with_context(|| format!("creating the passphrase Secret {namespace}/{secret}"))?;
+    // The console reads `<root>/<namespace>/<claim>/<subPath>/binlogs`; the lab's claim folder
+    // is elsewhere, so the claim's name there is a link to it (the store opens its root through
+    // links, and nothing below it).
+    let archive_root = live.dir().join("archive-root");
+    let claim_parent = archive_root.join(&namespace);
+    std::fs::create_dir_all(&claim_parent)
+        .with_context(|| format!("creating {}", claim_parent.display()))?;
+    let claim = claim_parent.join(ARCHIVE_CLAIM);
+    std::os::unix::fs::symlink(live.pvc_archive_dir(), &claim)
+        .with_context(|| format!("linking {} to the lab's claim folder", claim.display()))?;
+    Ok(LabArchive {
+        secret,
+        key: ARCHIVE_KEY.to_owned(),
+        claim: ARCHIVE_CLAIM.to_owned(),
+        sub_path: group.metadata.name.clone().unwrap_or_default(),
+        archive_root,
+        passphrase_file,
+    })
+}
+
 /// Waits until every site's Pod is Ready; the error names the ones that are not.
 pub async fn wait_ready(live: &LiveLab, timeout: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -83,20 +237,39 @@ pub async fn run(cli: &crate::cli::Cli, args: &crate::cli::LabArgs) -> anyhow::R
     let bin = operator_bin()?;
     println!(
         "live lab: the operator {} creates the 3-site group orders (iad, pdx PrimaryCandidate; \
-         fra DisasterRecovery) from deploy/examples/group.yaml",
-        bin.display()
+         fra DisasterRecovery) from deploy/examples/group.yaml{}",
+        bin.display(),
+        if args.encrypted_archive { ", archiving its binlogs encrypted" } else { "" }
     );
-    let live = tokio::select! {
-        live = start(bin.clone()) => live?,
+    let started = async {
+        if args.encrypted_archive {
+            start_encrypted(bin.clone()).await.map(|(live, archive)| (live, Some(archive)))
+        } else {
+            start(bin.clone()).await.map(|live| (live, None))
+        }
+    };
+    let (live, archive) = tokio::select! {
+        live = started => live?,
         () = crate::termination_signal() => return Ok(()),
     };
+    if let Some(archive) = &archive {
+        println!(
+            "encrypted archive: Secret {}/{} (key {}) holds its passphrase; the console reads it \
+             with --archive-root {} --pitr-passphrase-file {}",
+            live.namespace(),
+            archive.secret,
+            archive.key,
+            archive.archive_root.display(),
+            archive.passphrase_file.display()
+        );
+    }
     let outcome = tokio::select! {
         r = serve(args, &live, bin) => r,
         () = crate::termination_signal() => Ok(false),
     };
     // The console handles `q` and the signals itself (and restores the terminal).
     let outcome = match outcome {
-        Ok(true) => console(cli, &live).await,
+        Ok(true) => console(cli, &live, archive.as_ref()).await,
         Ok(false) => Ok(()),
         Err(e) => Err(e),
     };
@@ -104,7 +277,13 @@ pub async fn run(cli: &crate::cli::Cli, args: &crate::cli::LabArgs) -> anyhow::R
     outcome
 }
 
-async fn console(cli: &crate::cli::Cli, live: &LiveLab) -> anyhow::Result<()> {
+/// The console on the live lab; with the lab's encrypted archive, its archive root and
+/// passphrase file unless the command line gives others.
+async fn console(
+    cli: &crate::cli::Cli,
+    live: &LiveLab,
+    archive: Option<&LabArchive>,
+) -> anyhow::Result<()> {
     let kubeconfig = live.kubeconfig();
     let (client, connection, write) =
         crate::console_client(&cli.global, Some(&kubeconfig), None).await?;
@@ -112,8 +291,17 @@ async fn console(cli: &crate::cli::Cli, live: &LiveLab) -> anyhow::Result<()> {
         context: format!("{} (live lab)", connection.context),
         scope: crate::tui::state::Scope::Namespace(live.namespace().to_owned()),
         no_color: cli.global.no_color,
-        archive_root: cli.global.archive_root.clone(),
+        archive_root: cli
+            .global
+            .archive_root
+            .clone()
+            .or_else(|| archive.map(|archive| archive.archive_root.clone())),
         archive_credentials_from_secret: cli.global.archive_credentials_from_secret,
+        archive_passphrase_file: cli
+            .global
+            .pitr_passphrase_file
+            .clone()
+            .or_else(|| archive.map(|archive| archive.passphrase_file.clone())),
         kubeconfig: Some(live.kubeconfig()),
         write: Some(write),
     };

@@ -1,10 +1,14 @@
 //! Backup and restore throughput of the sidecar's Job steps (issue 14): a dataset of
-//! `BLOODRAVEN_BENCH_BACKUP_MIB` MiB (default 1024) in one InnoDB table on a real MySQL 9.7
-//! (`source scripts/provision.sh`), dumped by `backup::run` (`mysqldump`, zstd chunks, the
-//! document's metadata) into each store (a PVC-layout folder, SeaweedFS S3), then loaded by
-//! `restore::run` into a fresh server. Figures: MiB of table data (InnoDB `data_length`) per
-//! second of wall time, one run per store. Every artifact and server is removed after its
-//! store's run (the dataset exists at most three times on disk: source, artifact, target).
+//! `BLOODRAVEN_BENCH_BACKUP_MIB` MiB (default 1024; `bloodraven_sites::dataset`) in one InnoDB
+//! table on a real MySQL 9.7 (`source scripts/provision.sh`), dumped by `backup::run`
+//! (`mysqldump`, zstd chunks, the document's metadata) into each store (a PVC-layout folder,
+//! SeaweedFS S3), then loaded by `restore::run` into a fresh server. Figures: MiB of table data
+//! (InnoDB `data_length`) per second of wall time, one run per store. Every artifact and server
+//! is removed after its store's run (the dataset exists at most three times on disk: source,
+//! artifact, target).
+//!
+//! `scripts/bench.sh backup_restore_gib` runs it (1 GiB); a quick check of the bench itself:
+//! `BLOODRAVEN_BENCH_BACKUP_MIB=64 cargo bench -p bloodraven-sidecar --bench backup_restore_gib`.
 
 #![allow(
     clippy::unwrap_used,
@@ -25,54 +29,17 @@ use bloodraven_sidecar::jobs::backup::{self, BackupArgs};
 use bloodraven_sidecar::jobs::restore::{self, RestoreArgs};
 use bloodraven_sidecar::jobs::storage::StorageArgs;
 use bloodraven_sites::accounts::BACKUP;
+use bloodraven_sites::dataset;
 use bloodraven_sites::mysqld::{Instance, MysqlDist};
 use bloodraven_store::testing::SeaweedFs;
-use mysql_async::prelude::Queryable as _;
 use mysql_support::{RESTORE_PASSWORD, RESTORE_USER, creds_dir, pvc_storage, start, tool};
 
-/// Rows of 1 KiB each inserted per statement (64 MiB).
-const BATCH_ROWS: u64 = 65_536;
+/// The variable that sets the dataset's size in MiB (default 1024).
+const SIZE_VAR: &str = "BLOODRAVEN_BENCH_BACKUP_MIB";
 
-fn dataset_mib() -> u64 {
-    std::env::var("BLOODRAVEN_BENCH_BACKUP_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
-}
-
-/// Loads about `mib` MiB: rows of a 1 KiB hex payload (SHA2 of random numbers: compresses about
-/// 2:1, as hex does).
 async fn load(source: &Instance, mib: u64) -> f64 {
     let mut conn = source.root_conn().await.unwrap();
-    conn.query_drop(
-        "CREATE DATABASE bench; CREATE TABLE bench.rows (id BIGINT PRIMARY KEY, \
-         payload VARCHAR(1024) CHARACTER SET ascii)",
-    )
-    .await
-    .unwrap();
-    conn.query_drop("SET SESSION cte_max_recursion_depth = 1000000").await.unwrap();
-    let rows = mib * 1024;
-    let mut next = 0;
-    while next < rows {
-        let count = BATCH_ROWS.min(rows - next);
-        conn.query_drop(format!(
-            "INSERT INTO bench.rows (id, payload) WITH RECURSIVE n (i) AS \
-             (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {count}) \
-             SELECT {next} + i, CONCAT(SHA2(RAND(), 512), SHA2(RAND(), 512), \
-             SHA2(RAND(), 512), SHA2(RAND(), 512), SHA2(RAND(), 512), SHA2(RAND(), 512), \
-             SHA2(RAND(), 512), SHA2(RAND(), 512)) FROM n"
-        ))
-        .await
-        .unwrap();
-        next += count;
-    }
-    conn.query_drop("ANALYZE TABLE bench.rows").await.unwrap();
-    let bytes: u64 = conn
-        .query_first(
-            "SELECT data_length FROM information_schema.tables \
-             WHERE table_schema = 'bench' AND table_name = 'rows'",
-        )
-        .await
-        .unwrap()
-        .unwrap();
-    bytes as f64 / (1024.0 * 1024.0)
+    dataset::load(&mut conn, "bench-src", mib).await.unwrap_or_else(|e| panic!("the dataset: {e}"))
 }
 
 fn backup_args(name: &str, source: &Instance, creds: &Path, storage: StorageArgs) -> BackupArgs {
@@ -131,7 +98,7 @@ async fn main() {
         return;
     }
     let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let mib = dataset_mib();
+    let mib = dataset::mib_from_env(SIZE_VAR, 1024);
     let source = start(&dist, "bench-src", 41).await;
     let started = Instant::now();
     let data_mib = load(&source, mib).await;

@@ -38,6 +38,8 @@ enum Command {
     PitrDownload(Box<jobs::pitr_download::PitrDownloadArgs>),
     /// PITR restore Job step 3 (after the load): replay the plan and prove the result.
     Replay(Box<jobs::replay::ReplayArgs>),
+    /// PITR restore Job main container: load the backup, replay the plan, write the verdict.
+    PitrRestore(Box<jobs::pitr_restore::PitrRestoreArgs>),
     /// MysqlBackupVerification Job step: load a backup into a throwaway mysqld and prove it.
     Verify(Box<jobs::verify::VerifyArgs>),
     /// Cleanup Job step: delete a deleted MysqlBackup's recorded artifact.
@@ -55,6 +57,7 @@ const SUBCOMMANDS: &[&str] = &[
     "dump-meta",
     "pitr-download",
     "replay",
+    "pitr-restore",
     "verify",
     "artifact-cleanup",
     "scheduled-backup",
@@ -189,6 +192,13 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Replay(args) => {
             let outcome = jobs::replay::run(*args).await.context("replay failed")?;
+            for line in &outcome.lines {
+                print_line(line);
+            }
+            Ok(())
+        }
+        Command::PitrRestore(args) => {
+            let outcome = jobs::pitr_restore::run(*args).await.context("pitr-restore failed")?;
             for line in &outcome.lines {
                 print_line(line);
             }

@@ -11,14 +11,12 @@
 use std::io::Write;
 
 use anyhow::Context as _;
-use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
 use bloodraven_crd::{MysqlBackup, MysqlFailoverGroup};
 use bloodraven_gtid::GtidSet;
 use bloodraven_pitr::{History, Input, Limits, Plan, Refusal, Request, coverage_json};
-use bloodraven_replay::download::{Opened, download};
 use bloodraven_store::ObjectStore;
 
-use super::{ArchiveAccess, ArchiveStore, backup_meta, locate, open_store};
+use super::{ArchiveAccess, ArchiveLocation, ArchiveStore, Read, backup_meta, locate, open_store};
 
 /// What to plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,18 +38,24 @@ pub struct PlanAnswer {
     pub result: Result<Plan, Refusal>,
 }
 
+/// Plans over the archive at `root`. An encrypted archive the console's key cannot open is an
+/// error of the command (the console's key, not the restore's answer), naming the archive.
 async fn plan_in<S: ObjectStore>(
     store: &S,
     root: &bloodraven_store::ArchiveRoot,
+    access: &ArchiveAccess,
+    location: &ArchiveLocation,
     backup: (GtidSet, jiff::Timestamp),
     request: Request,
 ) -> anyhow::Result<PlanAnswer> {
-    let opened = download(store, root, ReaderOptions::new(ReaderKey::None), None)
+    let opened = super::read(store, root, access, location)
         .await
-        .context("reading the archive")?;
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("reading the archive {location}"))?;
     let (history, refusal) = match opened {
-        Opened::Archive(downloaded) => (downloaded.history, None),
-        Opened::Refused(refusal) => (History::default(), Some(refusal)),
+        Read::Opened(downloaded) => (downloaded.history, None),
+        Read::Refused(refusal) => (History::default(), Some(refusal)),
+        Read::Locked(error) => return Err(error.into()),
     };
     let meta = backup_meta(backup.0, backup.1, &history.archive_id);
     let result = bloodraven_pitr::plan(Input {
@@ -99,8 +103,12 @@ pub async fn plan(
         allow_partial: false,
     };
     match open_store(access, &location).await.map_err(anyhow::Error::msg)? {
-        ArchiveStore::Fs(store, root) => plan_in(&store, &root, (gtids, completed), request).await,
-        ArchiveStore::S3(store, root) => plan_in(&store, &root, (gtids, completed), request).await,
+        ArchiveStore::Fs(store, root) => {
+            plan_in(&store, &root, access, &location, (gtids, completed), request).await
+        }
+        ArchiveStore::S3(store, root) => {
+            plan_in(&store, &root, access, &location, (gtids, completed), request).await
+        }
     }
 }
 

@@ -22,8 +22,11 @@ async fn pitr_plan_refuses_the_lost_tail_and_covers_the_target_with_it_excluded(
     // After the lossy failover, once b wrote: the backup (taken on a before it) holds A:1-50,
     // a's tail A:96-100 was lost at the promotion.
     let target = fixture.commit_time(UUID_B, 10).unwrap();
-    let access =
-        ArchiveAccess { archive_root: Some(running.directory().to_owned()), secret_client: None };
+    let access = ArchiveAccess {
+        archive_root: Some(running.directory().to_owned()),
+        secret_client: None,
+        passphrase_file: None,
+    };
     let mut query = PlanQuery {
         namespace: "orders".into(),
         group: "orders".into(),

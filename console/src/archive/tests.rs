@@ -156,6 +156,7 @@ async fn loads_a_laid_archive_read_only() {
     let access = |root: Option<&std::path::Path>| ArchiveAccess {
         archive_root: root.map(std::path::Path::to_path_buf),
         secret_client: None,
+        passphrase_file: None,
     };
     let outcome = load(&access(Some(directory.path())), &request).await;
     let ArchiveOutcome::Covered(summary) = outcome else { panic!("{outcome:?}") };
@@ -215,6 +216,7 @@ async fn the_lab_lays_each_scenario_archive_where_the_panel_reads_it() {
         let access = ArchiveAccess {
             archive_root: Some(directory.path().to_path_buf()),
             secret_client: None,
+            passphrase_file: None,
         };
         let outcome = load(&access, &request).await;
         let ArchiveOutcome::Covered(summary) = outcome else { panic!("{scenario}: {outcome:?}") };
@@ -246,8 +248,11 @@ async fn the_panel_window_is_the_planners_answer() {
     assert!(!backups.is_empty(), "the pitr-divergent lab has backups");
     let location = locate(&group).unwrap();
     let request = ArchiveRequest { location: location.clone(), backups: backups.clone() };
-    let access =
-        ArchiveAccess { archive_root: Some(directory.path().to_path_buf()), secret_client: None };
+    let access = ArchiveAccess {
+        archive_root: Some(directory.path().to_path_buf()),
+        secret_client: None,
+        passphrase_file: None,
+    };
     let ArchiveOutcome::Covered(summary) = load(&access, &request).await else {
         panic!("the lab archive opens")
     };

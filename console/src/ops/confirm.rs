@@ -100,6 +100,9 @@ pub struct ConfirmDialog {
     pub typed: String,
     pub focus: Focus,
     pub stage: Stage,
+    /// Where the confirm saves the corrected manifest for review (a restore into a new
+    /// group: [`super::review::path`]); `None` for any other operation or without a journal.
+    pub review_file: Option<std::path::PathBuf>,
 }
 
 impl ConfirmDialog {
@@ -112,6 +115,7 @@ impl ConfirmDialog {
             typed: String::new(),
             focus: Focus::Cancel,
             stage: Stage::Asking,
+            review_file: None,
         }
     }
 

@@ -39,6 +39,8 @@ pub struct Options {
     /// S3 credentials from the profile's Secret (read through the read-only client) instead
     /// of the local AWS environment.
     pub archive_credentials_from_secret: bool,
+    /// The file holding the passphrase of encrypted archives (`--pitr-passphrase-file`).
+    pub archive_passphrase_file: Option<std::path::PathBuf>,
     /// The kubeconfig `:ctx <name>` reads (`None`: the default one).
     pub kubeconfig: Option<std::path::PathBuf>,
     /// How this session may write; `None`: never (the client is read-only and `W` says so).
@@ -82,6 +84,10 @@ where
         state.guided.write.capable = true;
         state.guided.write.config = write.config.clone();
         state.guided.write.on = write.start_on && write.config.pinned_by(&state.context).is_none();
+        state.guided.write.journal_dir = match &write.journal_dir {
+            Some(dir) => Some(dir.clone()),
+            None => crate::journal::default_dir().ok(),
+        };
         write.switch.set(state.guided.write.on);
     }
     // Answers of guided operations (reviews and sends) run in tasks and come back here.
@@ -93,6 +99,7 @@ where
     let mut archive_access = crate::archive::ArchiveAccess {
         archive_root: options.archive_root.clone(),
         secret_client: options.archive_credentials_from_secret.then(|| client.clone()),
+        passphrase_file: options.archive_passphrase_file.clone(),
     };
     // `:ctx`: the connecting task, and the number of the latest request (an older answer
     // is ignored).

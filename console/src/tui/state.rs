@@ -325,6 +325,9 @@ pub struct WriteMode {
     pub capable: bool,
     /// The XDG config's contexts pinned read-only (`W` and `--write` refuse them).
     pub config: crate::ops::config::Config,
+    /// The audit journal's folder, resolved (`None`: none could be resolved); a restore into
+    /// a new group saves its manifest for review under it, and the dialog names that file.
+    pub journal_dir: Option<std::path::PathBuf>,
 }
 
 impl WriteMode {

@@ -146,6 +146,7 @@ async fn a_watch_event_changes_the_frame_and_no_write_is_sent() {
         no_color: true,
         archive_root: Some(running.directory().to_path_buf()),
         archive_credentials_from_secret: true,
+        archive_passphrase_file: None,
         kubeconfig: Some(running.kubeconfig()),
         write: None,
     };
@@ -357,7 +358,11 @@ fn an_s3_archive_is_read_with_the_profile_secret() {
             },
             backups: Vec::new(),
         };
-        let access = ArchiveAccess { archive_root: None, secret_client: Some(client) };
+        let access = ArchiveAccess {
+            archive_root: None,
+            secret_client: Some(client),
+            passphrase_file: None,
+        };
         let outcome =
             tokio::time::timeout(Duration::from_secs(60), load(&access, &request)).await.unwrap();
         let ArchiveOutcome::Covered(summary) = outcome else { panic!("{outcome:?}") };
@@ -407,6 +412,7 @@ async fn a_context_switch_never_shows_an_archive_read_of_the_old_context() {
         no_color: true,
         archive_root: Some(running.directory().to_path_buf()),
         archive_credentials_from_secret: true,
+        archive_passphrase_file: None,
         kubeconfig: Some(running.kubeconfig()),
         write: None,
     };
@@ -468,6 +474,7 @@ async fn an_unreadable_group_does_not_blind_the_fleet() {
         no_color: true,
         archive_root: None,
         archive_credentials_from_secret: false,
+        archive_passphrase_file: None,
         kubeconfig: Some(running.kubeconfig()),
         write: None,
     };

@@ -6,9 +6,11 @@
 //! `bloodraven-binlog`'s [`Writer`] (CRC32 on), and each row's `gtidCoverage` comes from scanning
 //! those bytes. Writing the map to a directory or a bucket is the store's job.
 //!
-//! The encrypted scenario has no binlog objects: the object envelope (BRV1, AES-256-GCM) is not
-//! part of this crate, and plaintext bytes under keyed ids would be a wrong archive. Its rows carry
-//! the keyed content ids of the plaintext bodies the other scenarios would write.
+//! The encrypted scenario built with [`Fixture::build`] has no binlog objects (plaintext bytes
+//! under keyed ids would be a wrong archive); its rows carry the keyed content ids of the
+//! plaintext bodies. [`Fixture::build_sealed`] builds it with its objects sealed in the `BRV1`
+//! envelope ([`crate::envelope`]), as an encrypted writer leaves them, for readers that open
+//! the bodies.
 
 use std::collections::BTreeMap;
 
@@ -162,8 +164,15 @@ impl Fixture {
             Scenario::LossyFailoverFork => lossy_fork(options),
             Scenario::HistoryIntegrityMarker => marker(options),
             Scenario::LegacyV1 => legacy(options),
-            Scenario::Encrypted => encrypted(options),
+            Scenario::Encrypted => encrypted(options, false),
         }
+    }
+
+    /// The encrypted scenario anchored to `options`, its binlog objects sealed in `BRV1`
+    /// envelopes under [`PASSPHRASE`] (bound to the archive and each object's key, as the
+    /// archiver seals them), so a reader holding the passphrase opens and indexes every row.
+    pub fn build_sealed(options: &FixtureOptions) -> Fixture {
+        encrypted(options, true)
     }
 
     /// The last instant the archive describes: the newest commit, seal, record or backup.
@@ -230,6 +239,8 @@ struct Builder {
     archive_id: ArchiveId,
     key: ContentIdKey,
     write_bodies: bool,
+    /// Seal each body under this key (an encrypted archive with its objects).
+    seal_with: Option<crate::envelope::EnvelopeKey>,
     now: Timestamp,
     servers: BTreeMap<String, Server>,
     manifests: BTreeMap<String, Manifest>,
@@ -262,6 +273,7 @@ impl Builder {
             archive_id,
             key: passphrase.map_or(ContentIdKey::Plain, ContentIdKey::from_passphrase),
             write_bodies: passphrase.is_none(),
+            seal_with: None,
             now: options.base_time,
             servers: BTreeMap::new(),
             manifests: BTreeMap::new(),
@@ -417,6 +429,13 @@ impl Builder {
         };
         if self.write_bodies {
             self.objects.insert(key, body);
+        } else if let Some(envelope) = &self.seal_with {
+            let context = crate::envelope::binlog_context(&self.archive_id, &key);
+            if let Ok(sealed) =
+                crate::envelope::seal(&key, &body, envelope, &context, &fixture_random(&key))
+            {
+                self.objects.insert(key, sealed);
+            }
         }
         if let Some(manifest) = self.manifests.get_mut(site) {
             let _ = manifest.upsert_file(row);
@@ -656,8 +675,29 @@ fn marker(options: &FixtureOptions) -> Fixture {
     b.finish(backups, None)
 }
 
-fn encrypted(options: &FixtureOptions) -> Fixture {
+/// The envelope randomness of a fixture object: derived from its key, so fixtures are
+/// reproducible (a writer draws it from the kernel for every object).
+fn fixture_random(object_key: &str) -> crate::envelope::SealRandom {
+    use sha2::{Digest, Sha256};
+    let digest = |domain: &[u8]| -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(domain);
+        hasher.update(object_key.as_bytes());
+        hasher.finalize().into()
+    };
+    let salt = digest(b"bloodraven/fixtures/salt\0");
+    let mut nonce_prefix = [0u8; crate::envelope::NONCE_PREFIX_LEN];
+    nonce_prefix.copy_from_slice(
+        &digest(b"bloodraven/fixtures/nonce\0")[..crate::envelope::NONCE_PREFIX_LEN],
+    );
+    crate::envelope::SealRandom { salt, nonce_prefix }
+}
+
+fn encrypted(options: &FixtureOptions, sealed: bool) -> Fixture {
     let mut b = Builder::new(Scenario::Encrypted, Some(PASSPHRASE), options);
+    if sealed {
+        b.seal_with = Some(crate::envelope::EnvelopeKey::from_passphrase(PASSPHRASE));
+    }
     b.site("a", UUID_A, 1);
     b.record("a", RecordKind::Promotion);
     let mut backups = BTreeMap::new();

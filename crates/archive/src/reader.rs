@@ -61,6 +61,13 @@ impl std::fmt::Debug for ReaderKey {
 }
 
 impl ReaderKey {
+    /// The key of a passphrase archive with the envelope's algorithm (`AES-256-GCM`) and these
+    /// passphrase bytes, exactly (a trailing newline is part of the passphrase, as the writer
+    /// reads its key file).
+    pub fn passphrase(passphrase: Vec<u8>) -> Self {
+        ReaderKey::Passphrase { algorithm: crate::envelope::ALGORITHM.to_owned(), passphrase }
+    }
+
     fn mode(&self) -> EncryptionMode {
         match self {
             ReaderKey::None => EncryptionMode::None,

@@ -22,6 +22,8 @@ use bloodraven_sites::template::ensure_template_async;
 use bloodraven_workloads::{Resolver, SiteNames, ports, primary_service_name};
 use serde_json::{Value, json};
 
+pub mod backups;
+
 /// The CRDs the lab API server serves (generated into `deploy/crds/`).
 /// And ExternalDNS's DNSEndpoint (`deploy/crds/external/`): the operator publishes the group's
 /// `spec.dns.hostname` through it, and the lab kubelet's resolver follows it.
@@ -116,6 +118,11 @@ pub struct LiveOptions {
     /// HTTP server through their `->operator` links, and a PVC PITR archive lands in
     /// [`LiveLab::pvc_archive_dir`].
     pub sidecar: Option<PathBuf>,
+    /// Run the cluster's batch Jobs (the operator's backup and restore Jobs) as processes of
+    /// this `bloodraven-sidecar` binary, with the MySQL client tools `BLOODRAVEN_MYSQL` and
+    /// `BLOODRAVEN_MYSQLDUMP` name (`source scripts/provision.sh`). Their logs are served as
+    /// pod logs (the backup controller reads its Job's sentinel there). See [`backups`].
+    pub jobs: Option<PathBuf>,
 }
 
 /// A running operator replica; dropping it kills it (SIGKILL, or its task aborted), leaving its
@@ -249,6 +256,9 @@ impl OperatorLauncher for ProcessLauncher {
 /// The live lab's folder standing in for the PVC archive claim.
 const PVC_ARCHIVE_DIR: &str = "pitr-pvc";
 
+/// The live lab's folder of Job attempts (outside the claims folder, which the kubelet prunes).
+const JOBS_DIR: &str = "jobs";
+
 /// A running live lab with one MysqlFailoverGroup.
 pub struct LiveLab {
     operators: BTreeMap<String, Box<dyn RunningOperator>>,
@@ -322,7 +332,7 @@ impl LiveLab {
         let mut config = KubeletConfig::new(dir.path().join("claims"));
         config.namespace = Some(namespace.clone());
         let mut operator_http = None;
-        if let Some(binary) = options.sidecar {
+        if let Some(binary) = &options.sidecar {
             let http = std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .map_err(|source| LiveError::Io {
@@ -334,13 +344,19 @@ impl LiveLab {
                 what: format!("creating {}", pvc.display()),
                 source,
             })?;
-            let mut sidecar = bloodraven_kubelet::SidecarConfig::new(binary);
+            let mut sidecar = bloodraven_kubelet::SidecarConfig::new(binary.clone());
             sidecar.operator = Some(http);
             sidecar.pvc_archive = Some(pvc);
             config.sidecar = Some(sidecar);
             operator_http = Some(http);
         }
+        if let Some(binary) = &options.jobs {
+            config.jobs = Some(backups::job_config(dir.path().join(JOBS_DIR), binary)?);
+        }
         let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config).await?;
+        if options.jobs.is_some() {
+            lab.set_pod_logs(Arc::new(kubelet.log_source()));
+        }
         let mut live = Self {
             operators: BTreeMap::new(),
             kubelet: Some(kubelet),

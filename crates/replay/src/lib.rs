@@ -9,6 +9,7 @@
 //!   rows, indexes their transactions ([`bloodraven_pitr::index_row`]), stages segment files.
 //! - [`replay`]: the restore step: every segment through `mysqlbinlog --include-gtids` into one
 //!   `mysql --binary-mode` session, then the proof that `gtid_executed` equals the certified set.
+//! - [`key`]: the archive key from a passphrase file (every reader of an encrypted archive).
 //! - [`files`]: `dump.json` and `plan.json`, what the restore Job's steps hand on.
 //! - [`lines`]: the `BLOODRAVEN_PITR_*` log lines and the verdict (pure).
 
@@ -16,6 +17,7 @@ pub mod download;
 pub mod dump_meta;
 mod error;
 pub mod files;
+pub mod key;
 pub mod lines;
 pub mod local;
 pub mod replay;

@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mysql_common::constants::{CapabilityFlags, SessionStateType};
+use mysql_common::constants::{CapabilityFlags, SessionStateType, StatusFlags};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::session_state_change::SessionStateChange;
 use mysql_common::packets::{
@@ -56,6 +56,18 @@ pub struct OkInfo {
     /// The GTIDs of the session-state `SESSION_TRACK_GTIDS` entry (with
     /// `session_track_gtids = OWN_GTID`: the GTID of the transaction this statement committed).
     pub gtids: Option<String>,
+    /// `SERVER_MORE_RESULTS_EXISTS`: another statement of the same query answers next.
+    more_results: bool,
+}
+
+/// How a query of several statements ([`Session::query_statements`]) failed.
+#[derive(Debug)]
+pub struct StatementsError {
+    /// How many statements answered OK before the failure (the server runs no statement after
+    /// one that failed; after a connection error the ones sent may still have run).
+    pub answered: usize,
+    /// The failure.
+    pub error: WireError,
 }
 
 /// One authenticated session.
@@ -142,7 +154,11 @@ impl Session {
                 gtids = Some(parse_tracker_gtids(g.as_bytes())?);
             }
         }
-        Ok(OkInfo { affected_rows: ok.affected_rows(), gtids })
+        Ok(OkInfo {
+            affected_rows: ok.affected_rows(),
+            gtids,
+            more_results: ok.status_flags().contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS),
+        })
     }
 
     async fn handshake(
@@ -166,6 +182,7 @@ impl Session {
             | CapabilityFlags::CLIENT_LONG_PASSWORD
             | CapabilityFlags::CLIENT_TRANSACTIONS
             | CapabilityFlags::CLIENT_MULTI_RESULTS
+            | CapabilityFlags::CLIENT_MULTI_STATEMENTS
             | CapabilityFlags::CLIENT_DEPRECATE_EOF
             | CapabilityFlags::CLIENT_PLUGIN_AUTH
             | CapabilityFlags::CLIENT_SESSION_TRACK
@@ -250,6 +267,65 @@ impl Session {
         tokio::time::timeout(timeout, self.query_inner(sql))
             .await
             .map_err(|_| WireError::Timeout(timeout))?
+    }
+
+    /// Sends `statements` (none returning rows) in one `COM_QUERY`, `;`-separated, and reads
+    /// their OK packets in order: one round trip for all. The server stops at the first
+    /// statement that fails; [`StatementsError::answered`] says how many answered OK before.
+    /// Every network wait together is bounded by the session's timeout.
+    pub async fn query_statements(
+        &mut self,
+        statements: &[&str],
+    ) -> Result<Vec<OkInfo>, StatementsError> {
+        let timeout = self.timeout;
+        let mut answers = Vec::with_capacity(statements.len());
+        let sql = statements.join("; ");
+        let read = async {
+            self.send_query(&sql).await?;
+            loop {
+                let answer = self.read_answer().await?;
+                let more = answer.more_results;
+                answers.push(answer);
+                if !more {
+                    return Ok(());
+                }
+            }
+        };
+        let result =
+            tokio::time::timeout(timeout, read).await.unwrap_or(Err(WireError::Timeout(timeout)));
+        match result {
+            Ok(()) if answers.len() == statements.len() => Ok(answers),
+            Ok(()) => Err(StatementsError {
+                answered: answers.len(),
+                error: WireError::Protocol(format!(
+                    "{} answers to {} statements",
+                    answers.len(),
+                    statements.len()
+                )),
+            }),
+            Err(error) => Err(StatementsError { answered: answers.len(), error }),
+        }
+    }
+
+    async fn send_query(&mut self, sql: &str) -> Result<(), WireError> {
+        self.seq = 0;
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(0x03);
+        payload.extend_from_slice(sql.as_bytes());
+        self.write_packet(&payload).await
+    }
+
+    /// One statement's answer: its OK packet, or an error.
+    async fn read_answer(&mut self) -> Result<OkInfo, WireError> {
+        let first = self.read_packet().await?;
+        match first.first() {
+            Some(0x00) => self.ok(&first),
+            Some(0xff) => Err(self.server_error(&first)),
+            Some(other) => Err(WireError::Protocol(format!(
+                "a result set (header {other:#04x}) where an OK packet was expected"
+            ))),
+            None => Err(WireError::Protocol("empty response".into())),
+        }
     }
 
     async fn query_inner(&mut self, sql: &str) -> Result<OkInfo, WireError> {

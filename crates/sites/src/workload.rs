@@ -1,19 +1,21 @@
 //! The application workload: writers at a set total rate through an address (the group's
 //! `primary` link), unique keys into `app.ledger`, each write recorded in a [`Ledger`].
 //!
-//! [`WorkloadConfig::sessions`] concurrent sessions (one by default), each at `rate / sessions`
-//! with `session_track_gtids = OWN_GTID` and its own disjoint keys ([`session_key`]: session
-//! `s` of `n` writes `first_key + s`, `first_key + s + n`, …); each write is `BEGIN`, `INSERT`,
-//! `COMMIT`, acknowledged only when COMMIT returned OK, with the GTID from that OK packet. A
-//! connection error or timeout drops the session; its next tick reconnects. One session is
-//! limited by its round trips (about 250 writes/s through a proxy link on 2 shared cores), so
-//! higher rates need several. [`Workload::stop`] merges the sessions' ledgers into one
-//! ([`Ledger::merge`]), which [`ledger::verify`] checks as a whole.
+//! [`WorkloadConfig::sessions`] concurrent sessions (one by default) with
+//! `session_track_gtids = OWN_GTID` take their writes from one schedule ([`pacer`]): write `n`
+//! is due `n / rate` after the first and writes the key `first_key + n`, so the keys are
+//! disjoint across sessions and the sessions together keep the rate whatever each one's
+//! latency, as long as one is free when a write is due (a session waits for its write's
+//! COMMIT: a rate × commit latency of sessions are busy at once). Each write is `BEGIN`,
+//! `INSERT`, `COMMIT`, acknowledged only when COMMIT returned OK, with the GTID from that OK
+//! packet. A connection error or timeout drops the session; its next write reconnects.
+//! [`Workload::stop`] merges the sessions' ledgers into one ([`Ledger::merge`]), which
+//! [`ledger::verify`] checks as a whole.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mysql_async::prelude::Queryable as _;
 use tokio::sync::watch;
@@ -22,7 +24,15 @@ use tokio::task::JoinHandle;
 use crate::accounts::{self, APP_SCHEMA, Account, LEDGER_TABLE};
 use crate::error::{Result, SitesError};
 use crate::ledger::{self, Attempt, FailureKind, Ledger, Outcome, Report, Stage};
-use crate::wire::{Session, WireError};
+use crate::wire::{Session, StatementsError, WireError};
+
+mod pacer;
+
+use pacer::Pacer;
+
+/// How far the schedule may fall behind before missed writes are dropped ([`Pacer`]): after an
+/// outage the workload bursts at most this long a stretch of writes.
+const SCHEDULE_SLACK: Duration = Duration::from_millis(100);
 
 /// How the workload writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,10 +43,11 @@ pub struct WorkloadConfig {
     pub account: Account,
     /// Writes per second, all sessions together.
     pub rate_per_sec: u32,
-    /// The first key; keys are `first_key, first_key + 1, …`, one per attempt, dealt out to the
-    /// sessions in turn ([`session_key`]).
+    /// The first key; write `n` of the schedule writes `first_key + n` (one key per attempt;
+    /// a write taken from the schedule when the workload stops is not attempted).
     pub first_key: u64,
-    /// Concurrent sessions (at least 1), each at `rate_per_sec / sessions`.
+    /// Concurrent sessions (at least 1) sharing the schedule: enough for `rate_per_sec` times
+    /// the commit latency to be in flight at once.
     pub sessions: u32,
     /// The writer's name (stored in each row).
     pub writer: String,
@@ -68,13 +79,6 @@ pub struct Progress {
     pub failed: AtomicU64,
 }
 
-/// The key of session `session`'s `n`-th attempt (from 0) when `sessions` sessions share the
-/// keys from `first_key`: `first_key + session + n * sessions`. Disjoint across sessions; with
-/// one session, `first_key + n`.
-pub fn session_key(first_key: u64, sessions: u32, session: u32, n: u64) -> u64 {
-    first_key + u64::from(session) + n * u64::from(sessions.max(1))
-}
-
 /// A running workload; [`Workload::stop`] returns its ledger.
 #[derive(Debug)]
 pub struct Workload {
@@ -89,12 +93,12 @@ impl Workload {
     pub fn start(config: WorkloadConfig) -> Self {
         let (stop, stopped) = watch::channel(false);
         let progress = Arc::new(Progress::default());
-        let sessions = config.sessions.max(1);
-        let tasks = (0..sessions)
-            .map(|session| {
+        let pacer = Arc::new(Mutex::new(Pacer::new(config.rate_per_sec, SCHEDULE_SLACK)));
+        let tasks = (0..config.sessions.max(1))
+            .map(|_| {
                 tokio::spawn(run(
                     config.clone(),
-                    Slot { session, sessions },
+                    Arc::clone(&pacer),
                     stopped.clone(),
                     Arc::clone(&progress),
                 ))
@@ -193,51 +197,49 @@ async fn connect(config: &WorkloadConfig) -> Result<Session, WireError> {
     Ok(s)
 }
 
+/// One write in one round trip: `BEGIN; INSERT …; COMMIT` as one query. Acknowledged only with
+/// the COMMIT's OK (and its GTID). A server error before the COMMIT answered means nothing
+/// committed (the transaction is rolled back); a connection error or timeout after the query
+/// was sent leaves the outcome unknown (the COMMIT may have run): stage Commit, in doubt.
 async fn write_one(session: &mut Session, sql: &str) -> Result<Option<String>, (Stage, WireError)> {
-    session.query("BEGIN").await.map_err(|e| (Stage::Write, e))?;
-    if let Err(e) = session.query(sql).await {
-        if !drops_session(&e) {
-            let _ = session.query("ROLLBACK").await;
+    match session.query_statements(&["BEGIN", sql, "COMMIT"]).await {
+        Ok(answers) => Ok(answers.last().and_then(|commit| commit.gtids.clone())),
+        Err(StatementsError { answered, error }) => {
+            let stage = match (&error, answered) {
+                (WireError::Server { .. }, 0 | 1) => Stage::Write,
+                _ => Stage::Commit,
+            };
+            if stage == Stage::Write && !drops_session(&error) {
+                let _ = session.query("ROLLBACK").await;
+            }
+            Err((stage, error))
         }
-        return Err((Stage::Write, e));
-    }
-    match session.query("COMMIT").await {
-        Ok(ok) => Ok(ok.gtids),
-        Err(e) => Err((Stage::Commit, e)),
     }
 }
 
-/// Which of the workload's sessions a task is.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    session: u32,
-    sessions: u32,
-}
-
+/// One session: takes the next write from the shared schedule, waits until it is due, writes.
 async fn run(
     config: WorkloadConfig,
-    slot: Slot,
+    pacer: Arc<Mutex<Pacer>>,
     mut stopped: watch::Receiver<bool>,
     progress: Arc<Progress>,
 ) -> Ledger {
     let mut ledger = Ledger::new(config.writer.clone());
-    let period =
-        Duration::from_secs_f64(f64::from(slot.sessions) / f64::from(config.rate_per_sec.max(1)));
-    let mut ticks = tokio::time::interval(period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut session: Option<Session> = None;
-    let mut n = 0;
     loop {
+        // A poisoned lock only means another session panicked holding it; the schedule is a
+        // counter and an instant, never half-updated.
+        let (ticket, due) =
+            pacer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take(Instant::now());
         tokio::select! {
-            _ = ticks.tick() => {}
+            () = tokio::time::sleep_until(due.into()) => {}
             _ = stopped.changed() => break,
         }
         if *stopped.borrow() {
             break;
         }
         let started_at = SystemTime::now();
-        let this_key = session_key(config.first_key, slot.sessions, slot.session, n);
-        n += 1;
+        let this_key = config.first_key + ticket;
         let outcome = match session.as_mut() {
             Some(_) => Ok(()),
             None => match connect(&config).await {
@@ -296,25 +298,4 @@ pub async fn read_site_keys(addr: SocketAddr, account: &Account) -> Result<Vec<u
 pub async fn verify_at(ledger: &Ledger, addr: SocketAddr, account: &Account) -> Result<Report> {
     let keys = read_site_keys(addr, account).await?;
     Ok(ledger::verify(ledger, &keys))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-
-    use super::session_key;
-
-    #[test]
-    fn sessions_write_disjoint_keys_and_one_session_writes_consecutive_ones() {
-        assert_eq!((0..4).map(|n| session_key(7, 1, 0, n)).collect::<Vec<_>>(), [7, 8, 9, 10]);
-        let mut seen = HashSet::new();
-        for session in 0..8 {
-            for n in 0..100 {
-                assert!(seen.insert(session_key(1_000, 8, session, n)), "{session} {n}");
-            }
-        }
-        assert_eq!(seen.len(), 800);
-        assert_eq!(seen.iter().min(), Some(&1_000));
-        assert_eq!(seen.iter().max(), Some(&1_799), "the keys are dense: no gaps between sessions");
-    }
 }

@@ -1,9 +1,11 @@
 //! The backup housekeeping loop (IO), every [`INTERVAL`]: for each group (read untyped, so one
 //! unreadable group stops nothing) apply its schedules' CronJobs ([`super::schedule`]) and
 //! delete the CronJobs of removed schedules, turn each schedule run (a Job with the schedule
-//! labels) into its MysqlBackup, and apply retention ([`super::retention`]): deleting a
-//! MysqlBackup hands it to the finalizer's artifact cleanup. A pass that fails for one group
-//! logs and goes on with the next.
+//! labels) into its MysqlBackup, create the due retries of failed scheduled backups
+//! ([`super::retry`]), report `status.backupSchedules` and `status.lastBackupTime`
+//! ([`super::rollup`]) and apply retention ([`super::retention`]): deleting a MysqlBackup hands
+//! it to the finalizer's artifact cleanup. A pass that fails for one group logs and goes on
+//! with the next.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use kube::api::{
 use kube::runtime::events::{Event, EventType};
 use serde_json::json;
 
-use super::{retention, retry, schedule};
+use super::{retention, retry, rollup, schedule};
 use crate::manager::Shared;
 
 /// How often the loop runs.
@@ -47,8 +49,6 @@ where
 struct Memory {
     /// Backups already announced with `RetentionDeferred`.
     deferred: BTreeSet<(String, String)>,
-    /// Retry names already announced with `BackupRetryConflict`.
-    conflicts: BTreeSet<(String, String)>,
 }
 
 /// Runs the loop until the task is dropped. `image` has the sidecar binary.
@@ -132,8 +132,15 @@ async fn pass(
         }
         let reading: BTreeSet<String> =
             reading.iter().filter(|(n, _)| *n == ns).map(|(_, b)| b.clone()).collect();
-        if let Err(error) = retries(shared, group, &backups, now, memory).await {
-            tracing::warn!(namespace = %ns, group = %name, error = %format!("{error:#}"), "scheduled-backup retries not applied");
+        let conflicts = match retries(shared, group, &backups, now).await {
+            Ok(conflicts) => conflicts,
+            Err(error) => {
+                tracing::warn!(namespace = %ns, group = %name, error = %format!("{error:#}"), "scheduled-backup retries not applied");
+                BTreeMap::new()
+            }
+        };
+        if let Err(error) = report(shared, group, &backups, &cronjobs, &conflicts).await {
+            tracing::warn!(namespace = %ns, group = %name, error = %format!("{error:#}"), "status.backupSchedules not applied");
         }
         if let Err(error) = prune(shared, group, &backups, &reading, now, started, memory).await {
             tracing::warn!(namespace = %ns, group = %name, error = %format!("{error:#}"), "retention not applied");
@@ -300,36 +307,67 @@ async fn publish_on_group(
     }
 }
 
-/// Creates the due retries of the group's schedules (`spec.backup.retry`).
+/// Applies `status.backupSchedules` and `status.lastBackupTime` ([`rollup`]) when they
+/// changed, after announcing each new retry conflict with a `BackupRetryConflict` warning.
+async fn report(
+    shared: &Shared,
+    group: &MysqlFailoverGroup,
+    backups: &[MysqlBackup],
+    cronjobs: &[CronJob],
+    conflicts: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let rollup = rollup::rollup(group, backups, cronjobs, conflicts);
+    for (schedule, blocking) in rollup.new_conflicts(group) {
+        let retry_of = retry::latest_of_schedule(group, backups, &schedule)
+            .and_then(|b| b.metadata.name.clone())
+            .unwrap_or_default();
+        tracing::warn!(group = ?group.metadata.name, %schedule, %blocking, "backup retry conflict");
+        publish_on_group(
+            shared,
+            group,
+            true,
+            "BackupRetryConflict",
+            format!(
+                "MysqlBackup {blocking} exists and is not the retry of {retry_of} (schedule {schedule}); that retry is skipped until the object is removed"
+            ),
+        )
+        .await;
+    }
+    if !rollup.differs(group) {
+        return Ok(());
+    }
+    let namespace = group.metadata.namespace.clone().unwrap_or_default();
+    let name = group.metadata.name.clone().unwrap_or_default();
+    let api: Api<MysqlFailoverGroup> = Api::namespaced(shared.client.clone(), &namespace);
+    api.patch_status(
+        &name,
+        &PatchParams::apply(rollup::FIELD_MANAGER).force(),
+        &Patch::Apply(rollup.body()),
+    )
+    .await
+    .with_context(|| format!("cannot apply status.backupSchedules of group {name}"))?;
+    tracing::debug!(%namespace, group = %name, "status.backupSchedules applied");
+    Ok(())
+}
+
+/// Creates the due retries of the group's schedules (`spec.backup.retry`); returns the
+/// schedules whose retry name is taken by another object, with that object's name.
 async fn retries(
     shared: &Shared,
     group: &MysqlFailoverGroup,
     backups: &[MysqlBackup],
     now: jiff::Timestamp,
-    memory: &mut Memory,
-) -> anyhow::Result<()> {
-    let Some(spec) = group.spec.backup.as_ref() else { return Ok(()) };
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut conflicts = BTreeMap::new();
+    let Some(spec) = group.spec.backup.as_ref() else { return Ok(conflicts) };
     let policy = retry::Policy::of(spec.retry.as_ref());
     if policy.max_attempts <= 1 {
-        return Ok(());
+        return Ok(conflicts);
     }
-    let name = group.metadata.name.clone().unwrap_or_default();
     let namespace = group.metadata.namespace.clone().unwrap_or_default();
     let api: Api<MysqlBackup> = Api::namespaced(shared.client.clone(), &namespace);
     for schedule in &spec.schedules {
-        let latest = backups
-            .iter()
-            .filter(|b| b.metadata.namespace.as_deref() == Some(namespace.as_str()))
-            .filter(|b| {
-                b.spec.failover_group_ref.name == name && b.metadata.deletion_timestamp.is_none()
-            })
-            .filter(|b| {
-                b.metadata.labels.as_ref().and_then(|l| l.get(names::SCHEDULE_LABEL))
-                    == Some(&schedule.name)
-            })
-            .max_by_key(|b| {
-                (b.metadata.creation_timestamp.as_ref().map(|t| t.0), b.metadata.name.clone())
-            });
+        let latest = retry::latest_of_schedule(group, backups, &schedule.name);
         let Some(latest) = latest else { continue };
         let Some(next) = retry::successor(latest, &policy) else { continue };
         if now < next.due {
@@ -339,7 +377,6 @@ async fn retries(
         let predecessor = latest.metadata.uid.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &next.backup).await {
             Ok(_) => {
-                memory.conflicts.remove(&(namespace.clone(), retry_name.clone()));
                 publish_on_group(
                     shared,
                     group,
@@ -358,15 +395,8 @@ async fn retries(
                 let existing = api.get_opt(&retry_name).await.ok().flatten();
                 let ours =
                     existing.as_ref().is_some_and(|b| retry::matches_lineage(b, &predecessor));
-                if !ours && memory.conflicts.insert((namespace.clone(), retry_name.clone())) {
-                    publish_on_group(
-                        shared,
-                        group,
-                        true,
-                        "BackupRetryConflict",
-                        format!("{retry_name} exists and is not the retry of {predecessor}; that retry is skipped"),
-                    )
-                    .await;
+                if !ours {
+                    conflicts.insert(schedule.name.clone(), retry_name.clone());
                 }
             }
             Err(error) => {
@@ -374,5 +404,5 @@ async fn retries(
             }
         }
     }
-    Ok(())
+    Ok(conflicts)
 }

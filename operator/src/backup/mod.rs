@@ -12,10 +12,11 @@
 //! | [`schedule`] | each `spec.backup.schedules[]` entry as a CronJob, and a run's MysqlBackup (pure) |
 //! | [`retention`] | the profile's retention over the group's backups, with the verification and PITR holds (pure) |
 //! | [`retry`] | the retry of a schedule's failed latest backup: name, lineage, exponential backoff (pure) |
-//! | [`housekeeping`] | the loop applying schedules, turning runs into backups and pruning by retention (IO) |
+//! | [`rollup`] | `status.backupSchedules` and `status.lastBackupTime` (pure) |
+//! | [`housekeeping`] | the loop applying schedules, turning runs into backups, retrying, reporting the rollup and pruning by retention (IO) |
 //! | [`verification`] | the MysqlBackupVerification controller: a scratch load of a backup in a Job |
 //!
-//! Not built yet: metrics and the `status.backupSchedules` rollup.
+//! Not built yet: the backup metrics.
 
 pub mod cleanup;
 pub mod cleanup_io;
@@ -26,6 +27,7 @@ pub mod job;
 pub mod reconcile;
 pub mod retention;
 pub mod retry;
+pub mod rollup;
 pub mod schedule;
 pub mod verdict;
 pub mod verification;

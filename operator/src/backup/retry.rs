@@ -10,7 +10,7 @@ use std::time::Duration as StdDuration;
 
 use bloodraven_backup::names;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
-use bloodraven_crd::group::BackupRetrySpec;
+use bloodraven_crd::group::{BackupRetrySpec, MysqlFailoverGroup};
 use bloodraven_workloads::labels;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
@@ -74,6 +74,35 @@ pub fn attempt(backup: &MysqlBackup) -> u32 {
     let recorded =
         backup.status.as_ref().and_then(|s| s.attempt).and_then(|a| u32::try_from(a).ok());
     annotated.max(recorded).unwrap_or(1).max(1)
+}
+
+/// The latest backup of `schedule` in `group` (the newest by creation, then name), not
+/// counting backups being deleted: the backup a retry follows and the schedule's last result
+/// in `status.backupSchedules`.
+pub fn latest_of_schedule<'a>(
+    group: &MysqlFailoverGroup,
+    backups: &'a [MysqlBackup],
+    schedule: &str,
+) -> Option<&'a MysqlBackup> {
+    let name = group.metadata.name.as_deref().unwrap_or_default();
+    let namespace = group.metadata.namespace.as_deref();
+    backups
+        .iter()
+        .filter(|b| b.metadata.namespace.as_deref() == namespace)
+        .filter(|b| {
+            b.spec.failover_group_ref.name == name && b.metadata.deletion_timestamp.is_none()
+        })
+        .filter(|b| {
+            b.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(names::SCHEDULE_LABEL))
+                .map(String::as_str)
+                == Some(schedule)
+        })
+        .max_by_key(|b| {
+            (b.metadata.creation_timestamp.as_ref().map(|t| t.0), b.metadata.name.clone())
+        })
 }
 
 /// The retry of a schedule's latest backup.

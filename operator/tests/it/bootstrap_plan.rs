@@ -70,6 +70,8 @@ fn view<'a>(
         seed: Some("iad"),
         rollouts,
         job,
+        pitr: None,
+        verdict: None,
     }
 }
 

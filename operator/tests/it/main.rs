@@ -7,10 +7,12 @@
 
 mod backup;
 mod backup_live;
+mod backup_retry_live;
 mod backup_schedule_live;
 mod backup_verify_live;
 mod bad_input;
 mod bootstrap_live;
+mod bootstrap_pitr;
 mod bootstrap_plan;
 mod crash_sweep;
 mod deploy;

@@ -13,6 +13,7 @@
 //! | [`dump_meta`] | `dump-meta`: a PITR restore's backup metadata (`dump.json`), step-2 refusals |
 //! | [`pitr_download`] | `pitr-download`: archive → plan, staged segment files, `coverage.json`, `plan.json` |
 //! | [`replay`] | `replay`: the plan's segments into the loaded server, the proof and the verdict |
+//! | [`pitr_restore`] | `pitr-restore`: the PITR restore Job's main container: the load, then the replay; the verdict as termination message |
 //! | [`cleanup`] | `artifact-cleanup`: delete exactly the recorded artifact, report `BLOODRAVEN_CLEANUP_*` |
 //! | [`schedule`] | `scheduled-backup`: a backup schedule's CronJob run (the operator turns it into a MysqlBackup) |
 //! | [`verify`] | `verify`: a MysqlBackupVerification's proof: metadata, chunks, a scratch load, checksums |
@@ -25,6 +26,7 @@ pub mod creds;
 pub mod dump_meta;
 pub mod dumpfile;
 pub mod pitr_download;
+pub mod pitr_restore;
 pub mod replay;
 pub mod restore;
 pub mod schedule;

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
+use bloodraven_archive::reader::ReaderOptions;
 use bloodraven_pitr::{BackupMeta, History, Input, Limits, Plan, Request, coverage_json};
 use bloodraven_replay::download::{Opened, download};
 use bloodraven_replay::files::{DumpMetaFile, PlanFile};
@@ -61,15 +61,7 @@ pub async fn run(args: PitrDownloadArgs) -> anyhow::Result<Plan> {
         .context("the archive root under the profile")?;
     std::fs::create_dir_all(&args.staging)
         .with_context(|| format!("cannot create {}", args.staging.display()))?;
-    let key = match &args.passphrase_file {
-        None => ReaderKey::None,
-        Some(path) => ReaderKey::Passphrase {
-            algorithm: bloodraven_archive::envelope::ALGORITHM.to_owned(),
-            passphrase: std::fs::read(path).with_context(|| {
-                format!("cannot read the archive passphrase file {}", path.display())
-            })?,
-        },
-    };
+    let key = bloodraven_replay::key::reader_key(args.passphrase_file.as_deref())?;
     let opened = download(&store, &root, ReaderOptions::new(key), Some(&args.staging))
         .await
         .context("pitr-download")?;

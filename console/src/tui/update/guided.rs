@@ -274,7 +274,13 @@ pub(super) fn propose(state: &mut State, proposal: Proposal) -> Vec<Effect> {
     state.guided.serial += 1;
     let serial = state.guided.serial;
     let write = state.guided.write.on;
-    let dialog = ConfirmDialog::new(prepared, origin, write);
+    let mut dialog = ConfirmDialog::new(prepared, origin, write);
+    dialog.review_file = state
+        .guided
+        .write
+        .journal_dir
+        .as_deref()
+        .and_then(|dir| crate::ops::review::path(dir, &op));
     open(state, Overlay::Dialog(Box::new(GuidedDialog { serial, dialog, sent_at: None })));
     vec![Effect::Render, Effect::Review { serial, op, access: write }]
 }

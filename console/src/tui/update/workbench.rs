@@ -108,6 +108,9 @@ pub(super) fn refresh(state: &mut State) {
         Some(ArchiveOutcome::Refused { token, message, .. }) => {
             Err(format!("the archive is refused, nothing plans: {token}: {message}"))
         }
+        Some(ArchiveOutcome::Locked(error)) => {
+            Err(format!("the archive cannot be opened, nothing plans: {error}"))
+        }
         Some(ArchiveOutcome::Covered(summary)) => {
             let archive_id = summary.history.as_ref().map(|history| history.0.archive_id.clone());
             let backups: Vec<_> = state

@@ -296,3 +296,35 @@ fn snapshots_of_the_workbench() {
     command(&mut state, "pitr 2030-01-01T00:00:00Z");
     insta::assert_snapshot!("workbench_archive_gap_outside", draw(&state));
 }
+
+#[test]
+fn the_exclude_d_preview_names_the_review_file_the_confirm_writes() {
+    let mut state = opened("pitr-divergent");
+    divergent(&mut state);
+    state.guided.write.capable = true;
+    state.guided.write.on = true;
+    let journal = std::path::PathBuf::from("/home/alice/.local/state/bloodraven/journal");
+    state.guided.write.journal_dir = Some(journal.clone());
+    keys(&mut state, &[Intent::Guided, Intent::Dialog(DialogKey::Enter)]);
+    let dialog = &state.guided.dialog().expect("the confirm dialog").dialog;
+    let WriteOp::RestorePitrToNewGroup { name, .. } = &dialog.prepared.op else {
+        panic!("{:?}", dialog.prepared.op)
+    };
+    // The same file the send saves (`ops::review::save`), named before the confirm.
+    let expected = journal.join("restores").join(format!("{name}.yaml"));
+    assert_eq!(dialog.review_file.as_ref(), Some(&expected));
+    assert_eq!(crate::ops::review::path(&journal, &dialog.prepared.op).as_ref(), Some(&expected));
+    let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
+    terminal.draw(|frame| super::super::super::view::render(&state, frame)).unwrap();
+    let screen = terminal.backend().to_string();
+    let shown = screen.lines().any(|line| line.contains(&format!("restores/{name}.yaml")));
+    assert!(shown, "the preview does not name the review file:\n{screen}");
+    insta::assert_snapshot!("workbench_pitr_divergent_exclude_d_dialog", screen);
+
+    // Without a resolvable journal folder the dialog names no file (and claims none).
+    state.guided.overlay = None;
+    state.ui.mode = Mode::Detail;
+    state.guided.write.journal_dir = None;
+    keys(&mut state, &[Intent::Guided, Intent::Dialog(DialogKey::Enter)]);
+    assert_eq!(state.guided.dialog().expect("the confirm dialog").dialog.review_file, None);
+}

@@ -115,6 +115,33 @@ pub(super) fn render_coverage(state: &State, frame: &mut Frame<'_>, area: Rect, 
                 Line::from(format!("  remedy: {remedy}")),
             ]
         }
+        Some(ArchiveOutcome::Locked(error)) => {
+            let (what, message) = match error {
+                crate::archive::ArchiveKeyError::Encrypted { location } => (
+                    "ENCRYPTED",
+                    format!(
+                        "the archive {location} is encrypted and the console holds no passphrase"
+                    ),
+                ),
+                crate::archive::ArchiveKeyError::WrongKey { location, file, archive } => (
+                    "AUTHENTICATION FAILED",
+                    format!(
+                        "the passphrase in {} does not verify the archive {location} ({archive})",
+                        file.display()
+                    ),
+                ),
+            };
+            vec![
+                Line::from(vec![
+                    Span::styled(
+                        format!("{what} {}", error.token()),
+                        style(state, Color::Red).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(format!(": {message}")),
+                ]),
+                Line::from(format!("  remedy: {}", error.remedy())),
+            ]
+        }
         Some(ArchiveOutcome::Covered(summary)) => coverage_lines(state, summary, width),
     };
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });

@@ -93,6 +93,12 @@ pub fn lines(dialog: &ConfirmDialog, color: bool) -> Vec<Line<'static>> {
         }
         Err(error) => lines.push(Line::from(format!(" none: {error}"))),
     }
+    if let Some(path) = &dialog.review_file {
+        lines.push(Line::from(format!(
+            " confirm also saves this manifest for review: {}",
+            path.display()
+        )));
+    }
     lines.push(Line::from(""));
     let (who, may) = match &dialog.access {
         Some(access) => {

@@ -9,10 +9,10 @@
 //! failover leaves in `runbook_live_hold.rs`, NoPrimary's queue release in
 //! `runbook_live_queue.rs`.
 //!
-//! The Held queue is written into the status as a failed in-place restore leaves it
-//! (`status.restoreReclones` phase Held): a real one needs the restore's Job, which `LiveLab`
-//! does not run (the operator's `restore_drill.rs` makes one with its own harness). Everything
-//! after it is the operator's.
+//! The Held queue of the walk here is the operator's own: the lab runs the operator's backup
+//! and restore Jobs (`LiveOptions::jobs`, the `bloodraven-sidecar` binary: `cargo build -p
+//! bloodraven-sidecar`), and an in-place restore of a backup with a damaged chunk fails after
+//! its DROP (`LiveLab::hold_queue_by_failed_restore`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,24 +26,39 @@ use bloodraven_console::runbook_cli::act::{
     ActEnd, ActOptions, ActReport, Confirm, SentAction, walk_with_actions,
 };
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_drill::live::{LiveLab, OperatorLauncher};
+use bloodraven_drill::live::{LiveLab, LiveOptions, OperatorLauncher};
+use bloodraven_gtid::GtidSet;
+use bloodraven_kubelet::SidecarConfig;
 use bloodraven_runbook::{GroupView, Runbook, applicable};
+use bloodraven_sites::accounts::{OPERATOR, opts};
+use mysql_async::prelude::Queryable as _;
 use serde_json::{Value, json};
 
 use crate::operator::InProcess;
-
-async fn start() -> LiveLab {
-    start_with(Arc::new(InProcess)).await
-}
+use crate::runbook_live_planned::start_workload;
 
 /// The three-site lab (`operator-three-sites.yaml`) with the operator `launcher` starts.
 pub(crate) async fn start_with(launcher: Arc<dyn OperatorLauncher>) -> LiveLab {
+    start_with_options(launcher, LiveOptions::default()).await
+}
+
+/// [`start_with`], with the lab's opt-in parts `options`.
+async fn start_with_options(launcher: Arc<dyn OperatorLauncher>, options: LiveOptions) -> LiveLab {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let manifest =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("drills/manifests/operator-three-sites.yaml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let group: MysqlFailoverGroup = serde_norway::from_str(&text).unwrap();
-    LiveLab::start(&group, Some(launcher)).await.unwrap_or_else(|e| panic!("{e}"))
+    LiveLab::start_with(&group, Some(launcher), options).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `site`'s `gtid_executed`, read on its mysqld.
+pub(crate) async fn gtid_executed(live: &LiveLab, site: &str) -> GtidSet {
+    let addr = live.mysql_addr(site).unwrap();
+    let mut conn = mysql_async::Conn::new(opts(&OPERATOR, addr, None)).await.unwrap();
+    let text: Option<String> = conn.query_first("SELECT @@global.gtid_executed").await.unwrap();
+    let _ = conn.disconnect().await;
+    text.unwrap_or_default().replace('\n', "").parse().unwrap()
 }
 
 pub(crate) fn group(live: &LiveLab) -> Value {
@@ -161,19 +176,41 @@ pub(crate) async fn plant_held_queue(live: &LiveLab, pending: &[&str]) {
         .unwrap();
 }
 
-/// The Held-queue runbook's "keep the primary's data", walked with its action on the live lab:
-/// the console sets the queue Draining, the operator reclones the held site from the primary
-/// with CLONE and the queue drains; the journal names the runbook's step.
+/// The Held-queue runbook's "keep the primary's data", walked with its action on a queue the
+/// operator held: a backup of the primary, an in-place restore of it whose Job fails after its
+/// DROP (a damaged chunk), both peers held with their pre-restore data. The console sets the
+/// queue Draining; the walk ends once the operator recloned every peer from the primary with
+/// CLONE and removed the queue; the peers then hold the primary's set and replicate; the
+/// journal names the runbook's step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_held_queue_runbook_keep_the_primary_ends_with_the_queue_drained() {
-    let live = start().await;
+    let sidecar = SidecarConfig::locate()
+        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
+    let options = LiveOptions { jobs: Some(sidecar), ..LiveOptions::default() };
+    let live = start_with_options(Arc::new(InProcess), options).await;
     wait_for(&live, "the group to converge on iad", Duration::from_secs(150), converged_on_iad)
         .await;
-    plant_held_queue(&live, &["fra"]).await;
-    wait_for(&live, "the planted Held queue", Duration::from_secs(30), |object| {
-        object["status"]["restoreReclones"]["phase"] == "Held"
-    })
-    .await;
+    // Data the backup holds (the failed restore drops it on the primary).
+    let writes = start_workload(&live, 1);
+    writes.wait_acknowledged(20, Duration::from_secs(60)).await.unwrap();
+    writes.stop().await.unwrap();
+
+    let held = live
+        .hold_queue_by_failed_restore("nightly-1", Duration::from_secs(240))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut peers = held.queue.pending.clone();
+    peers.sort();
+    assert_eq!(peers, ["fra", "pdx"], "every peer is held: {:?}", held.queue);
+    let mut held_sets = Vec::new();
+    for peer in &peers {
+        held_sets.push(gtid_executed(&live, peer).await);
+    }
+    assert_ne!(
+        gtid_executed(&live, "iad").await,
+        held_sets[0],
+        "the failed Job changed the primary (dropped), the held peers kept their data"
+    );
     let runbooks = bloodraven_runbook::shipped().unwrap();
     let decoded: MysqlFailoverGroup = serde_json::from_value(group(&live)).unwrap();
     let ranked = applicable(&runbooks, &GroupView::of(&decoded));
@@ -202,6 +239,31 @@ async fn the_held_queue_runbook_keep_the_primary_ends_with_the_queue_drained() {
             record["origin"],
             json!({"runbook": "held-reclone-queue", "step": "keep-primary"})
         );
+    }
+
+    // Every peer recloned from the primary: its set is the primary's (not the one it was held
+    // with) and its replication resumed.
+    let primary = gtid_executed(&live, "iad").await;
+    for (peer, held_set) in peers.iter().zip(&held_sets) {
+        let started = Instant::now();
+        loop {
+            let set = gtid_executed(&live, peer).await;
+            let object = group(&live);
+            let replicating = object["status"]["sites"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["name"] == **peer && s["replicating"] == true));
+            if replicating && set == primary {
+                assert_ne!(&set, held_set, "{peer} still holds its pre-restore data");
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "waited 120 s for {peer} to hold the primary's {primary} and replicate; it \
+                 holds {set}; group status: {}",
+                object["status"]
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
     live.stop().await;
 }

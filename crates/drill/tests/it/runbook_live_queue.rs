@@ -6,11 +6,13 @@
 //! The ledger shows what the runbook's data-loss sentence states, no more: the writes lost are
 //! exactly acknowledged writes only iad held (committed after pdx's receiver stopped).
 //!
-//! The Held queue is written into the status as a failed in-place restore leaves it: a real
-//! one needs the restore's Job (a backup, then a load that fails after its DROP), which the
-//! operator's own `restore_drill.rs` runs with its harness and this crate's `LiveLab` cannot
-//! (it runs no Jobs). Everything after it is the operator's: the receivers it stops, the
-//! NoPrimary alert, the promotion. Real MySQL 9.7 (`source scripts/provision.sh`).
+//! The Held queue is written into the status as a failed in-place restore leaves it. The
+//! operator makes a real one in `runbook_live.rs`'s walk
+//! (`LiveLab::hold_queue_by_failed_restore`), but its failed Job drops the primary's schemas,
+//! ledger included, and this test accounts for the stale copy's loss against the primary's
+//! writes. Everything after the queue is the
+//! operator's: the receivers it stops, the NoPrimary alert, the promotion. Real MySQL 9.7
+//! (`source scripts/provision.sh`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,27 +20,17 @@ use std::time::Duration;
 use bloodraven_console::journal::Journal;
 use bloodraven_console::runbook_cli::act::{ActEnd, SentAction};
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_gtid::GtidSet;
 use bloodraven_runbook::{GroupView, applicable};
-use bloodraven_sites::accounts::{APPLICATION, OPERATOR, opts};
+use bloodraven_sites::accounts::APPLICATION;
 use bloodraven_sites::proxy::Fault;
 use bloodraven_sites::workload::verify_at;
-use mysql_async::prelude::Queryable as _;
 use serde_json::{Value, json};
 
 use crate::operator::InProcess;
 use crate::runbook_live::{
-    converged_on, group, plant_held_queue, start_with, wait_for, walk_confirming,
+    converged_on, group, gtid_executed, plant_held_queue, start_with, wait_for, walk_confirming,
 };
 use crate::runbook_live_planned::start_workload;
-
-async fn gtid_executed(live: &bloodraven_drill::live::LiveLab, site: &str) -> GtidSet {
-    let addr = live.mysql_addr(site).unwrap();
-    let mut conn = mysql_async::Conn::new(opts(&OPERATOR, addr, None)).await.unwrap();
-    let text: Option<String> = conn.query_first("SELECT @@global.gtid_executed").await.unwrap();
-    let _ = conn.disconnect().await;
-    text.unwrap_or_default().replace('\n', "").parse().unwrap()
-}
 
 /// `site` in the Held queue with its receiver stopped.
 fn held_back(object: &Value, site: &str) -> bool {

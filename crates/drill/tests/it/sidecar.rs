@@ -287,7 +287,7 @@ async fn the_primarys_sidecar_archives_every_acknowledged_write_and_the_operator
     let live = LiveLab::start_with(
         &group,
         Some(Arc::new(InProcessWithHttp)),
-        LiveOptions { sidecar: Some(binary) },
+        LiveOptions { sidecar: Some(binary), ..LiveOptions::default() },
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));

@@ -133,7 +133,7 @@ async fn an_encrypted_archive_waits_for_its_key_then_holds_no_plaintext_and_open
     let live = LiveLab::start_with(
         &group(),
         Some(Arc::new(InProcessWithHttp)),
-        LiveOptions { sidecar: Some(binary) },
+        LiveOptions { sidecar: Some(binary), ..LiveOptions::default() },
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));

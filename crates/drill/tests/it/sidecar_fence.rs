@@ -80,7 +80,7 @@ impl Drill {
         let live = LiveLab::start_with(
             &group(),
             Some(Arc::new(InProcessWithHttp)),
-            LiveOptions { sidecar: Some(binary) },
+            LiveOptions { sidecar: Some(binary), ..LiveOptions::default() },
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));

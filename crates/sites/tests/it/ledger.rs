@@ -57,7 +57,7 @@ async fn acknowledged_writes_carry_their_gtids_and_a_fence_opens_the_outage_wind
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn several_sessions_write_disjoint_keys_and_one_ledger_verifies_them_all() {
+async fn several_sessions_share_one_schedule_and_one_ledger_verifies_them_all() {
     let (dist, template) = dist_and_template().await;
     let mut site =
         Instance::create(&dist, &template, InstanceSpec::new("ledger-sessions", 32)).await.unwrap();
@@ -73,8 +73,11 @@ async fn several_sessions_write_disjoint_keys_and_one_ledger_verifies_them_all()
     let keys: Vec<u64> = ledger.attempts.iter().map(|a| a.key).collect();
     let distinct: std::collections::HashSet<u64> = keys.iter().copied().collect();
     assert_eq!(distinct.len(), keys.len(), "no key written twice");
-    let per_session: std::collections::BTreeSet<u64> = keys.iter().map(|k| (k - 500) % 4).collect();
-    assert_eq!(per_session.len(), 4, "all four sessions wrote: {per_session:?}");
+    // One schedule deals the keys from 500: at most one write per session was taken and not
+    // attempted when the workload stopped.
+    let highest = keys.iter().copied().max().unwrap();
+    assert!((500..500 + keys.len() as u64 + 4).contains(&highest), "highest key {highest}");
+    assert!(keys.iter().all(|k| *k >= 500));
     assert!(ledger.attempts.windows(2).all(|w| w[0].started_at <= w[1].started_at));
     // The merged ledger's GTIDs are every transaction the server executed.
     assert_eq!(ledger.acknowledged_gtids(), site.gtid_executed().await.unwrap());

@@ -9,21 +9,23 @@ use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::MysqlBackup;
+use bloodraven_crd::group::{PointInTimeOutcome, PointInTimeResult};
 use bloodraven_facts::SiteFacts;
 use bloodraven_workloads::names::SiteNames;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Recorder;
 use mysql_async::prelude::Queryable;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::job::{BootstrapJobInput, build};
+use super::pitr::Expected;
 use super::plan::{Decision, JobState, Rollout, View, decide, default_seed, job_name, record};
 use crate::observe::Account;
 use crate::restore::clone::{Donor, Endpoint, clone_from};
@@ -143,7 +145,26 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
     let name = job_name(&group_name);
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
     let job = jobs.get_opt(&name).await.map_err(kube("reading the restore Job"))?;
-    let job = job_state(job.as_ref());
+    let expected = job.as_ref().and_then(Expected::from_job);
+    let mut state = job_state(job.as_ref());
+    let mut verdict = None;
+    if expected.is_some() && matches!(state, JobState::Succeeded | JobState::Failed { .. }) {
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+        let listed = pods
+            .list(&ListParams::default().labels(&format!("job-name={name}")))
+            .await
+            .map_err(kube("listing the restore Job's pods"))?;
+        let pod = listed.items.iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone());
+        match &mut state {
+            JobState::Failed { detail } => {
+                if let Some(found) = pod.and_then(earliest_failure) {
+                    *detail = found;
+                }
+            }
+            _ => verdict = pod.and_then(main_message),
+        }
+    }
+    let job = state;
     let mut rollouts = BTreeMap::new();
     if job == JobState::Absent {
         let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -182,6 +203,8 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
         seed: seed.as_deref(),
         rollouts: &rollouts,
         job: &job,
+        pitr: expected.as_ref(),
+        verdict: verdict.as_deref(),
     };
     let decision = decide(&view);
     let now = ctx.now.to_string();
@@ -198,14 +221,7 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
                     {
                         return Ok(Passed::Idle);
                     }
-                    ctx.write(json!({
-                        "phase": "Failed",
-                        "targetSite": site,
-                        "jobName": Value::Null,
-                        "completionTime": now,
-                        "message": message,
-                    }))
-                    .await?;
+                    ctx.write(super::plan::build_failed(site, &message, &now)).await?;
                     publish(ctx.recorder, group, true, "RestoreBuildFailed", message).await;
                     return Ok(Passed::Acted);
                 }
@@ -246,11 +262,95 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
                     tracing::warn!(namespace, group = %group_name, %message, "bootstrap restore failed");
                     publish(ctx.recorder, group, true, "RestoreFailed", message.clone()).await;
                 }
+                Decision::Refused { reason, message } => {
+                    tracing::warn!(namespace, group = %group_name, reason = reason.as_str(), %message, "point-in-time bootstrap restore refused");
+                    publish(ctx.recorder, group, true, "RestoreFailed", message.clone()).await;
+                }
+                Decision::Replayed { point_in_time } => {
+                    tracing::info!(
+                        namespace,
+                        group = %group_name,
+                        transactions = point_in_time.transactions.unwrap_or(0),
+                        sha256 = point_in_time.gtid_executed_sha256.as_deref().unwrap_or(""),
+                        "point-in-time bootstrap restore certified"
+                    );
+                    for (reason, note) in replay_warnings(point_in_time) {
+                        publish(ctx.recorder, group, true, reason, note).await;
+                    }
+                }
                 _ => {}
             }
             Ok(Passed::Acted)
         }
     }
+}
+
+/// The message of the earliest failing container of a restore Job's pod: the init containers
+/// in order, then the main one (`None`: no container failed with a message).
+fn earliest_failure(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+        .find(|terminated| terminated.exit_code != 0)
+        .and_then(|terminated| terminated.message.clone())
+        .filter(|message| !message.is_empty())
+}
+
+/// The termination message of a restore Job's main container (the verdict), when it
+/// terminated with exit code 0.
+fn main_message(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|c| c.name == "restore")?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+        .filter(|terminated| terminated.exit_code == 0)?
+        .message
+        .clone()
+}
+
+/// The Warning Events of an accepted replay: excluded divergent transactions, on-history
+/// exclusions and a partial outcome.
+pub fn replay_warnings(result: &PointInTimeResult) -> Vec<(&'static str, String)> {
+    let mut warnings = Vec::new();
+    let divergent = result.excluded_divergent_transaction_count.unwrap_or(0);
+    if divergent > 0 {
+        warnings.push((
+            "PITRDivergentHistoryExcluded",
+            format!(
+                "the replay excluded {divergent} transaction(s) that were not on the target history (pointInTime.excludedDivergentTransactionCount)"
+            ),
+        ));
+    }
+    let on_history = result.on_history_exclusion_count.unwrap_or(0);
+    if on_history > 0 {
+        warnings.push((
+            "PITROnHistoryTransactionsExcluded",
+            format!(
+                "{on_history} excluded transaction(s) on the target history precede replayed ones; later row images may carry their effects, so the result is not certified for them; check the affected rows"
+            ),
+        ));
+    }
+    if result.outcome == Some(PointInTimeOutcome::Partial) {
+        warnings.push((
+            "PITRReplayTruncated",
+            format!(
+                "nothing was archived at or after the requested target {}; replayed to the archive head, newestReplayedCommitTime {}",
+                result.stop_time.as_deref().unwrap_or("?"),
+                result.newest_replayed_commit_time.as_deref().unwrap_or("unknown")
+            ),
+        ));
+    }
+    warnings
 }
 
 /// The Job for `site`, or why it cannot be built.

@@ -2,7 +2,8 @@
 //! credentials mounts ([`crate::backup::job::build`]) with the new group's profile of the
 //! backup's name, turned into `bloodraven-sidecar restore` (a load into an empty server, the
 //! dump's `GTID_PURGED` included) against the seed's internal Service, as the operator account
-//! (the restore account), owned by the group, named [`super::plan::job_name`].
+//! (the restore account), owned by the group, named [`super::plan::job_name`]. With
+//! `pointInTime`, [`super::pitr::add_steps`] adds the PITR steps.
 
 use std::collections::BTreeMap;
 
@@ -29,11 +30,9 @@ pub enum BootstrapJobError {
         "spec.initFromBackup.source names no backupRef; this operator restores at bootstrap only from a MysqlBackup (direct s3 and pvc sources are not built yet)"
     )]
     NoBackupRef,
-    /// `spec.initFromBackup.pointInTime` is set.
-    #[error(
-        "spec.initFromBackup.pointInTime is not built yet in this operator; delete the group and create it again without pointInTime, or with a newer operator"
-    )]
-    PointInTimeUnsupported,
+    /// `spec.initFromBackup.pointInTime` is refused before any Job ([`super::pitr::check`]).
+    #[error(transparent)]
+    PointInTime(#[from] super::pitr::PitrBuildError),
     /// The MysqlBackup is not Succeeded.
     #[error(
         "MysqlBackup {backup} is not Succeeded (phase {phase}); restore from a finished backup"
@@ -86,9 +85,15 @@ pub struct BootstrapJob {
 /// Builds the bootstrap restore Job.
 pub fn build(input: &BootstrapJobInput<'_>) -> Result<BootstrapJob, BootstrapJobError> {
     let backup_name = input.backup.metadata.name.clone().unwrap_or_default();
-    if input.group.spec.init_from_backup.as_ref().is_some_and(|init| init.point_in_time.is_some()) {
-        return Err(BootstrapJobError::PointInTimeUnsupported);
-    }
+    let point_in_time = match input.group.spec.init_from_backup.as_ref() {
+        Some(init) => match init.point_in_time.as_ref() {
+            Some(point_in_time) => {
+                Some((point_in_time, super::pitr::check(input.group, init, point_in_time)?))
+            }
+            None => None,
+        },
+        None => None,
+    };
     let phase = input.backup.status.as_ref().and_then(|status| status.phase.clone());
     if phase != Some(bloodraven_crd::backup::BackupPhase::Succeeded) {
         return Err(BootstrapJobError::NotSucceeded {
@@ -118,6 +123,22 @@ pub fn build(input: &BootstrapJobInput<'_>) -> Result<BootstrapJob, BootstrapJob
         credentials: input.operator_credentials,
         attempt: 1,
     })?;
+    let archive = match point_in_time {
+        Some((point_in_time, archive_profile)) => {
+            let archive = backup_job::build(&backup_job::Input {
+                backup: input.backup,
+                group: input.group,
+                profile: archive_profile,
+                site: input.site,
+                image: input.image.clone(),
+                pitr_archive_id: String::new(),
+                credentials: input.operator_credentials,
+                attempt: 1,
+            })?;
+            Some((point_in_time, archive.job))
+        }
+        None => None,
+    };
     let group_name = input.group.metadata.name.clone().unwrap_or_default();
     let namespace = input.group.metadata.namespace.clone().unwrap_or_default();
     let name = super::plan::job_name(&group_name);
@@ -185,6 +206,24 @@ pub fn build(input: &BootstrapJobInput<'_>) -> Result<BootstrapJob, BootstrapJob
                 }
             }
         }
+    }
+    if let Some((point_in_time, archive)) = &archive {
+        let expected = super::pitr::Expected::new(point_in_time, input.backup);
+        let gtid_executed = input
+            .backup
+            .status
+            .as_ref()
+            .and_then(|status| status.gtid_executed.clone())
+            .unwrap_or_default();
+        super::pitr::add_steps(
+            &mut job,
+            &super::pitr::Steps {
+                point_in_time,
+                expected: &expected,
+                backup_gtid_executed: gtid_executed,
+                archive,
+            },
+        );
     }
     Ok(BootstrapJob { job, secret })
 }

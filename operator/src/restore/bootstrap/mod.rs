@@ -7,10 +7,13 @@
 //! - [`seed`]: the topology manager's seeding while the group is gated, the clones after
 //!   success, and the Ready condition (pure).
 //! - [`job`]: the restore Job (pure, from the backup Job builder).
+//! - [`pitr`]: `pointInTime`: the refusals before any Job, the PITR steps of the Job, the
+//!   refusal token of a failed step, the verdict accepted as `provenance.pointInTime` (pure).
 //! - [`io`]: the pass the topology manager runs each poll, and the clones (IO).
 
 pub mod io;
 pub mod job;
+pub mod pitr;
 pub mod plan;
 pub mod seed;
 

@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_crd::group::{RestorePhase, RestoreStatus, SiteRole, SiteSpec, SiteState};
+use bloodraven_crd::group::{
+    PitrToken, PointInTimeResult, RestorePhase, RestoreStatus, SiteRole, SiteSpec, SiteState,
+};
 use bloodraven_facts::SiteFacts;
 use serde_json::{Value, json};
 
@@ -116,10 +118,15 @@ pub struct View<'a> {
     pub rollouts: &'a BTreeMap<String, Rollout>,
     /// The restore Job.
     pub job: &'a JobState,
+    /// With `pointInTime`: what the Job rendered, which its verdict must match
+    /// ([`super::pitr::Expected::from_job`]; `None` without pointInTime).
+    pub pitr: Option<&'a super::pitr::Expected>,
+    /// The termination message of the Job's main container (the verdict) once it succeeded.
+    pub verdict: Option<&'a str>,
 }
 
 /// What the poll does.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
     /// Nothing to record or do.
     Idle,
@@ -149,6 +156,20 @@ pub enum Decision {
         /// The message, recovery included.
         message: String,
     },
+    /// A point-in-time restore refused (a step's token, or a verdict not accepted): as
+    /// [`Decision::Failed`], with the token as `status.restore.reason`.
+    Refused {
+        /// The token.
+        reason: PitrToken,
+        /// The refusal's line, recovery included.
+        message: String,
+    },
+    /// A point-in-time restore's Job completed and its verdict was accepted: record Succeeded
+    /// with `provenance.pointInTime`; the Warning Events of what it excluded or cut short.
+    Replayed {
+        /// The accepted verdict.
+        point_in_time: Box<PointInTimeResult>,
+    },
 }
 
 /// The recovery a failed bootstrap restore's Event and message give.
@@ -173,10 +194,35 @@ pub fn decide(view: &View<'_>) -> Decision {
     let job = job_name(view.group);
     match view.job {
         // A Job that exists is observed to completion whatever its target's state.
-        JobState::Succeeded => Decision::Succeeded,
+        JobState::Succeeded => match view.pitr {
+            None => Decision::Succeeded,
+            // A refused verdict is recorded once and not re-read.
+            Some(_) if phase == Some(&RestorePhase::Failed) => Decision::Idle,
+            Some(expected) => match super::pitr::accept(expected, view.verdict) {
+                Ok(point_in_time) => Decision::Replayed { point_in_time: Box::new(point_in_time) },
+                Err(why) => Decision::Refused {
+                    reason: PitrToken::PitrCoverageInvalid,
+                    message: format!(
+                        "PITRCoverageInvalid: {why} (restore Job {job}). {}",
+                        recovery(view.group, view.namespace, &job)
+                    ),
+                },
+            },
+        },
         JobState::Failed { detail } => {
             if phase == Some(&RestorePhase::Failed) {
                 return Decision::Idle;
+            }
+            if view.pitr.is_some()
+                && let Some((reason, line)) = super::pitr::refusal_in(detail)
+            {
+                return Decision::Refused {
+                    reason,
+                    message: format!(
+                        "{line} (restore Job {job}). {}",
+                        recovery(view.group, view.namespace, &job)
+                    ),
+                };
             }
             let detail = if detail.is_empty() {
                 "no detail in its status".to_owned()
@@ -316,5 +362,42 @@ pub fn record(view: &View<'_>, decision: &Decision, now: &str) -> Option<Value> 
             "completionTime": now,
             "message": message,
         }),
+        Decision::Refused { reason, message } => json!({
+            "phase": "Failed",
+            "reason": reason.as_str(),
+            "jobName": job,
+            "completionTime": now,
+            "message": message,
+        }),
+        Decision::Replayed { point_in_time } => {
+            let outcome = point_in_time.outcome.as_ref().map_or("", |o| o.as_str());
+            json!({
+                "phase": "Succeeded",
+                "reason": Value::Null,
+                "jobName": job,
+                "completionTime": now,
+                "message": format!(
+                    "restore Job {job} loaded the backup and replayed {} transaction(s) to {} ({outcome}); the other sites are cloned from the seed",
+                    point_in_time.transactions.unwrap_or(0),
+                    point_in_time.stop_time.as_deref().unwrap_or("the archive head"),
+                ),
+                "provenance": { "pointInTime": point_in_time },
+            })
+        }
+    })
+}
+
+/// The `status.restore` merge patch of a Job that could not be built (no Job is created):
+/// Failed, with the refusal's token as the reason when the message starts with one
+/// (PITRBackupFiltered, PITRArchiveDestinationShared).
+pub fn build_failed(site: &str, message: &str, now: &str) -> Value {
+    let reason = super::pitr::refusal_in(message).map(|(token, _)| token.as_str().to_owned());
+    json!({
+        "phase": "Failed",
+        "reason": reason,
+        "targetSite": site,
+        "jobName": Value::Null,
+        "completionTime": now,
+        "message": message,
     })
 }
