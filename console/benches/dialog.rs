@@ -111,7 +111,7 @@ fn dialog(c: &mut Criterion) {
             panic!("{name}: the picking key opened no confirm dialog ({:?})", check.ui.message)
         };
         assert_eq!(dialog.dialog.typed, "p", "{name}: the typed key did not reach the dialog");
-        c.bench_function(&format!("console/dialog/{name}/key-to-drawn"), |b| {
+        c.bench_function(&format!("dialog/{name}/key-to-drawn"), |b| {
             b.iter_batched(
                 || {
                     let state = picker.clone();

@@ -64,8 +64,8 @@ pub struct LabArchive {
     /// The profile's claim and subPath (the archive is `<subPath>/binlogs` on the claim).
     pub claim: String,
     pub sub_path: String,
-    /// The console's `--archive-root` for it (`<root>/<namespace>/<claim>` is the claim's
-    /// folder).
+    /// The console's `--archive-root` for it: the lab's stand-in for the sidecars' PVC mount,
+    /// holding the archive at `<namespace>/<claim>/<subPath>/binlogs`.
     pub archive_root: PathBuf,
     /// The console's `--pitr-passphrase-file` for it.
     pub passphrase_file: PathBuf,
@@ -143,7 +143,8 @@ pub async fn start_encrypted(bin: PathBuf) -> anyhow::Result<(LiveLab, LabArchiv
     let mut group = example_group(EXAMPLE)?;
     let secret = encrypt_archive(&mut group);
     let sidecar = bloodraven_kubelet::SidecarConfig::locate().context(
-        "--encrypted-archive runs a sidecar beside every mysqld, and no bloodraven-sidecar was          found: run `cargo build -p bloodraven-sidecar` (or set BLOODRAVEN_SIDECAR_BIN)",
+        "--encrypted-archive runs a sidecar beside every mysqld, and no bloodraven-sidecar was \
+         found: run `cargo build -p bloodraven-sidecar` (or set BLOODRAVEN_SIDECAR_BIN)",
     )?;
     let launcher: Arc<dyn OperatorLauncher> = Arc::new(ProcessLauncher { bin });
     let options = LiveOptions { sidecar: Some(sidecar), ..LiveOptions::default() };
@@ -187,16 +188,11 @@ fn key_archive(
             "stringData": {ARCHIVE_KEY: passphrase},
         }))
         .with_context(|| format!("creating the passphrase Secret {namespace}/{secret}"))?;
-    // The console reads `<root>/<namespace>/<claim>/<subPath>/binlogs`; the lab's claim folder
-    // is elsewhere, so the claim's name there is a link to it (the store opens its root through
-    // links, and nothing below it).
-    let archive_root = live.dir().join("archive-root");
-    let claim_parent = archive_root.join(&namespace);
-    std::fs::create_dir_all(&claim_parent)
-        .with_context(|| format!("creating {}", claim_parent.display()))?;
-    let claim = claim_parent.join(ARCHIVE_CLAIM);
-    std::os::unix::fs::symlink(live.pvc_archive_dir(), &claim)
-        .with_context(|| format!("linking {} to the lab's claim folder", claim.display()))?;
+    // The console reads `<root>/<namespace>/<claim>/<subPath>/binlogs`, the PVC layout the
+    // sidecars' store writes under their mount (the store layout of `bloodraven-store`), and
+    // the lab's folder standing in for that mount is the sidecars' store root: it is the
+    // console's archive root as it is.
+    let archive_root = live.pvc_archive_dir();
     Ok(LabArchive {
         secret,
         key: ARCHIVE_KEY.to_owned(),

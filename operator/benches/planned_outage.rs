@@ -12,11 +12,15 @@
 //!
 //! The second series repeats it with the application workload writing 1,000 rows/s through
 //! the `-primary` Service (`bloodraven-sites`' workload: 32 concurrent sessions sharing one
-//! schedule, disjoint keys, one round trip per `BEGIN; INSERT; COMMIT`;
+//! schedule, disjoint keys, `BEGIN; INSERT` then `COMMIT`, two round trips per write;
 //! `BLOODRAVEN_BENCH_SESSIONS` to change): the target must then apply the fenced set before it
 //! is promoted. The sites keep their durable defaults (`sync_binlog = 1`,
 //! `innodb_flush_log_at_trx_commit = 1`); a commit takes 15–30 ms here, so 1,000 writes/s needs
-//! some 30 sessions in flight (8 reached 450–530 writes/s). After each run the
+//! some 30 sessions in flight (8 reached 450–530 writes/s). The group's `spec.mysqlConf` sets
+//! `replica_parallel_workers = 16` for this series (`BLOODRAVEN_BENCH_MYSQL_CONF`,
+//! `key=value,…`, to change; printed in the row): with the default 4 applier workers a durable
+//! replica commits at most 4 transactions per binlog group (2 fsyncs), some 350 writes/s here,
+//! and falls seconds behind, which the planned failover then waits out. After each run the
 //! `-primary` link's sessions are reset, as a pool drops a read-only server. Its achieved rate
 //! is reported twice: over 5 s before the first run (`steady=`) and over the whole series,
 //! outages and convergence waits included (`achieved=`). At the end the merged ledger of every
@@ -192,6 +196,17 @@ fn sessions() -> u32 {
     std::env::var("BLOODRAVEN_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(32)
 }
 
+/// `spec.mysqlConf` entries of the loaded series (`BLOODRAVEN_BENCH_MYSQL_CONF`, `key=value,…`;
+/// default `replica_parallel_workers=16`, so durable replicas keep up with 1,000 writes/s).
+fn mysql_conf() -> Vec<(String, String)> {
+    std::env::var("BLOODRAVEN_BENCH_MYSQL_CONF")
+        .unwrap_or_else(|_| "replica_parallel_workers=16".to_owned())
+        .split(',')
+        .filter_map(|entry| entry.split_once('='))
+        .map(|(key, value)| (key.trim().to_owned(), value.trim().to_owned()))
+        .collect()
+}
+
 /// What one series measured.
 struct Series {
     outages: Vec<f64>,
@@ -209,6 +224,11 @@ async fn bench(dist: &MysqlDist, runs: u64, load: Option<u32>) -> Series {
     let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
     let mut group = support::renamed(&apply_example(&lab), GROUP);
     group["spec"]["failoverCooldown"] = Value::from("0s");
+    if load.is_some() {
+        for (key, value) in mysql_conf() {
+            group["spec"]["mysqlConf"][key] = Value::from(value);
+        }
+    }
     lab.apply(group).expect("the example group with no cooldown");
     let client = kube::Client::try_from(kube::Config::new(lab.url().parse().unwrap())).unwrap();
     let template = ensure_template_async(dist).await.expect("the template data directory");
@@ -349,10 +369,16 @@ fn main() {
         let median = median(&mut all);
         let rate = match (achieved_rate, steady_rate) {
             (Some(rate), Some(steady)) => format!(
-                " sessions={sessions} steady={steady:.0}w/s achieved={rate:.0}w/s acknowledged={acknowledged} rpo=0"
+                " sessions={sessions} mysqlConf={} steady={steady:.0}w/s achieved={rate:.0}w/s acknowledged={acknowledged} rpo=0",
+                mysql_conf().iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(";")
             ),
             _ => String::new(),
         };
-        println!("BENCH {id} {median:.3} s runs={runs} max={max:.3}s{rate} all={listed}");
+        // The machine is shared: the 1-minute load average when the series ended.
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load = load.split_whitespace().next().unwrap_or("?");
+        println!(
+            "BENCH {id} {median:.3} s runs={runs} max={max:.3}s{rate} load_end={load} all={listed}"
+        );
     }
 }

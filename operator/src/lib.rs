@@ -11,6 +11,7 @@ pub mod backup;
 pub mod controller;
 mod credentials;
 pub mod dns;
+mod events;
 pub mod http;
 pub mod lease;
 pub mod manager;

@@ -291,3 +291,119 @@ async fn the_panel_window_is_the_planners_answer() {
     }
     assert!(windows > 0, "{:?}", summary.backups);
 }
+
+/// The encrypted fixture with its objects sealed (`Fixture::build_sealed`), laid at the PVC
+/// layout of [`pvc`] under a new directory, and a directory for passphrase files.
+async fn laid_sealed() -> (tempfile::TempDir, Fixture) {
+    let directory = tempfile::tempdir().unwrap();
+    let (store_root, root) = pvc_store(directory.path(), &pvc()).unwrap();
+    std::fs::create_dir_all(&store_root).unwrap();
+    let store = FsStore::new(&store_root).unwrap();
+    let fixture = Fixture::build_sealed(&bloodraven_archive::fixtures::FixtureOptions::default());
+    write_fixture(&store, &root, &fixture).await.unwrap();
+    (directory, fixture)
+}
+
+/// The access of the console to the archives under `root`, holding the passphrase in `file`.
+pub(crate) fn keyed_access(root: &Path, file: Option<&Path>) -> ArchiveAccess {
+    ArchiveAccess {
+        archive_root: Some(root.to_path_buf()),
+        secret_client: None,
+        passphrase_file: file.map(Path::to_path_buf),
+    }
+}
+
+/// With the archive's passphrase the sealed archive opens and the panel shows what the
+/// manifests describe (the same sites, files, records and horizon as the unsealed build's
+/// coverage), with the backup's window planned from the opened bodies.
+#[tokio::test]
+async fn a_sealed_archive_opens_with_its_passphrase_file() {
+    use bloodraven_archive::fixtures::{PASSPHRASE, UUID_A};
+    let (directory, fixture) = laid_sealed().await;
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("passphrase");
+    std::fs::write(&file, PASSPHRASE).unwrap();
+    let request = ArchiveRequest { location: pvc(), backups: anchors(&fixture) };
+    let outcome = load(&keyed_access(directory.path(), Some(&file)), &request).await;
+    let ArchiveOutcome::Covered(summary) = outcome else { panic!("{outcome:?}") };
+
+    // The unsealed build of the same scenario, summarized from its manifests alone.
+    let unsealed = Fixture::build(Scenario::Encrypted);
+    let archive = OpenArchive {
+        descriptor: unsealed.descriptor.clone().unwrap(),
+        manifests: unsealed.manifests.clone(),
+        content_id_key: bloodraven_archive::ContentIdKey::from_passphrase(PASSPHRASE),
+    };
+    let expected = summarize(&pvc().to_string(), &archive, &[]);
+    assert_eq!(summary.archive_id, expected.archive_id);
+    assert_eq!(summary.sites, expected.sites);
+    assert_eq!((&summary.gaps, &summary.forks), (&expected.gaps, &expected.forks));
+    assert_eq!(summary.span, expected.span);
+    assert_eq!(summary.retention_horizon, expected.retention_horizon);
+    assert_eq!(summary.sites.len(), 1, "{:?}", summary.sites);
+    assert_eq!(summary.sites[0].files.len(), 2, "{:?}", summary.sites[0]);
+    assert!(summary.sites[0].files.iter().all(|file| file.flag == FileFlag::Usable));
+    // The bodies were read: the window is the planner's, up to the last archived commit.
+    let history = summary.history.as_ref().expect("the sealed bodies were read");
+    assert_eq!(history.0.files.len(), 2);
+    let [backup] = summary.backups.as_slice() else { panic!("{:?}", summary.backups) };
+    let window = backup.window.as_ref().unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(window.end, fixture.commit_time(UUID_A, 20), "{window:?}");
+
+    // One passphrase file serves plaintext archives too.
+    let plain = laid(Scenario::ArchiveGap, &pvc()).await;
+    let outcome = load(&keyed_access(plain.path(), Some(&file)), &request).await;
+    assert!(matches!(&outcome, ArchiveOutcome::Covered(summary) if summary.gaps.len() == 1));
+}
+
+/// Without a passphrase the sealed archive is Locked with what to set, never a panic and
+/// never a coverage.
+#[tokio::test]
+async fn a_sealed_archive_without_a_passphrase_is_locked_naming_the_flag() {
+    let (directory, fixture) = laid_sealed().await;
+    let request = ArchiveRequest { location: pvc(), backups: anchors(&fixture) };
+    let outcome = load(&keyed_access(directory.path(), None), &request).await;
+    let ArchiveOutcome::Locked(error) = &outcome else { panic!("{outcome:?}") };
+    assert_eq!(error, &ArchiveKeyError::Encrypted { location: pvc().to_string() });
+    assert_eq!(error.token(), RefusalToken::ArchiveEncryptionMismatch);
+    let text = error.to_string();
+    for needle in [
+        "pvc://orders/orders-backups/binlogs",
+        "--pitr-passphrase-file",
+        "BLOODRAVEN_PITR_PASSPHRASE_FILE",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in {text}");
+    }
+    assert_eq!(error.remedy(), REMEDY_NO_KEY);
+}
+
+/// A passphrase that does not verify the keyCheck (here the right words with the trailing
+/// newline `kubectl create secret --from-file` would keep: the bytes count exactly) is Locked
+/// naming the key file; a key file that cannot be read fails naming it. Neither shows a
+/// coverage.
+#[tokio::test]
+async fn a_sealed_archive_with_a_wrong_passphrase_names_the_key_file() {
+    use bloodraven_archive::fixtures::PASSPHRASE;
+    let (directory, fixture) = laid_sealed().await;
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("passphrase");
+    std::fs::write(&file, [PASSPHRASE, b"\n"].concat()).unwrap();
+    let request = ArchiveRequest { location: pvc(), backups: anchors(&fixture) };
+    let outcome = load(&keyed_access(directory.path(), Some(&file)), &request).await;
+    let ArchiveOutcome::Locked(error) = &outcome else { panic!("{outcome:?}") };
+    let ArchiveKeyError::WrongKey { file: named, location, .. } = error else {
+        panic!("{error:?}")
+    };
+    assert_eq!((named, location.as_str()), (&file, "pvc://orders/orders-backups/binlogs"));
+    assert_eq!(error.token(), RefusalToken::ArchiveKeyMismatch);
+    let text = error.to_string();
+    assert!(text.starts_with("authentication failed: the passphrase in "), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains("--pitr-passphrase-file"), "{text}");
+    assert!(!text.contains("correct horse"), "the passphrase is never shown: {text}");
+
+    let missing = keys.path().join("missing");
+    let outcome = load(&keyed_access(directory.path(), Some(&missing)), &request).await;
+    let ArchiveOutcome::Failed(error) = &outcome else { panic!("{outcome:?}") };
+    assert!(error.contains(&missing.display().to_string()), "{error}");
+}

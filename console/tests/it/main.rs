@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
 mod app;
+mod archive_live;
 mod backup_live;
 mod binary;
 mod guided;

@@ -8,10 +8,16 @@
 //! key is an error unless the volume (or the Secret) is `optional`, when the folder is simply
 //! empty (or lacks that file). The kubelet re-projects while the pod runs, so a Secret created
 //! or changed later reaches the files, as it eventually does in a cluster.
+//!
+//! The pod's `securityContext.fsGroup` applies as a kubelet applies it to a Secret volume (a
+//! read-only volume): each file is given that group and the group's read (`mode | 0440`), so a
+//! `0400` or `0440` key is readable by the pod's user through its group. The lab runs every
+//! process as its own user, which owns the files; the group is set where the lab may set it
+//! (as root, or a group it belongs to) and otherwise left, said in the log (debug).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Container, PodSpec, Secret, SecretVolumeSource};
@@ -19,6 +25,9 @@ use kube::Api;
 
 /// Kubernetes' `defaultMode` when the volume names none.
 pub const DEFAULT_MODE: u32 = 0o644;
+
+/// What a pod's `fsGroup` adds to each file of a Secret volume (the kubelet's read-only mask).
+pub const FS_GROUP_READ: u32 = 0o440;
 
 /// One file of a projected Secret volume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +38,8 @@ pub struct File {
     pub bytes: Vec<u8>,
     /// Its permission bits.
     pub mode: u32,
+    /// Its group: the pod's `fsGroup`, when the pod sets one.
+    pub group: Option<u32>,
 }
 
 /// A Secret volume of a container, projected into a host folder.
@@ -57,19 +68,29 @@ fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
     data
 }
 
-/// The files of `source` given the Secret as read (`None`: not found), or why the volume
-/// cannot be mounted (the kubelet's message).
+/// The files of `source` given the Secret as read (`None`: not found) in a pod whose
+/// `securityContext.fsGroup` is `fs_group`, or why the volume cannot be mounted (the kubelet's
+/// message).
 ///
 /// # Errors
-/// A missing Secret or key of a volume that is not optional, or an item path that would leave
-/// the mount (absolute or with `..`).
+/// A missing Secret or key of a volume that is not optional, an item path that would leave
+/// the mount (absolute or with `..`), or an `fsGroup` that is not a group id.
 pub fn files(
     namespace: &str,
     source: &SecretVolumeSource,
     secret: Option<&Secret>,
+    fs_group: Option<i64>,
 ) -> Result<Vec<File>, String> {
     let name = source.secret_name.clone().unwrap_or_default();
     let optional = source.optional == Some(true);
+    let group = fs_group
+        .map(|group| {
+            u32::try_from(group)
+                .map_err(|_| format!("securityContext.fsGroup {group} is not a group id"))
+        })
+        .transpose()?;
+    // The group's read when the pod has a group (the kubelet's read-only mask).
+    let with_group = |mode: u32| if group.is_some() { mode | FS_GROUP_READ } else { mode };
     let default_mode = mode(source.default_mode, DEFAULT_MODE);
     let Some(secret) = secret else {
         return if optional {
@@ -82,7 +103,7 @@ pub fn files(
     let Some(items) = &source.items else {
         return Ok(data
             .into_iter()
-            .map(|(path, bytes)| File { path, bytes, mode: default_mode })
+            .map(|(path, bytes)| File { path, bytes, mode: with_group(default_mode), group })
             .collect());
     };
     let mut files = Vec::new();
@@ -97,7 +118,8 @@ pub fn files(
             Some(bytes) => files.push(File {
                 path: item.path.clone(),
                 bytes: bytes.clone(),
-                mode: mode(item.mode, default_mode),
+                mode: with_group(mode(item.mode, default_mode)),
+                group,
             }),
             None if optional => {}
             None => {
@@ -123,8 +145,24 @@ pub fn rewrite(value: &str, projected: &[Projected]) -> String {
     value.to_owned()
 }
 
+/// Gives `path` the group `group`: an error the lab may not set it (not root, not a member) is
+/// left and logged, as the lab's own user owns the file and reads it anyway.
+fn set_group(path: &Path, group: u32) -> std::io::Result<()> {
+    match std::os::unix::fs::chown(path, None, Some(group)) {
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::debug!(
+                path = %path.display(),
+                group,
+                "the lab may not give a Secret file the pod's fsGroup; its own user owns it"
+            );
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Writes `files` into `dir` (each through a temporary file and a rename, so a reader never
-/// sees half a key), sets their modes, and removes files no longer projected.
+/// sees half a key), sets their modes and groups, and removes files no longer projected.
 fn write(dir: &Path, files: &[File]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for file in files {
@@ -133,8 +171,10 @@ fn write(dir: &Path, files: &[File]) -> std::io::Result<()> {
             std::fs::create_dir_all(parent)?;
         }
         let unchanged = std::fs::read(&target).is_ok_and(|bytes| bytes == file.bytes)
-            && std::fs::metadata(&target)
-                .is_ok_and(|meta| meta.permissions().mode() & 0o777 == file.mode);
+            && std::fs::metadata(&target).is_ok_and(|meta| {
+                meta.permissions().mode() & 0o777 == file.mode
+                    && file.group.is_none_or(|group| group == meta.gid())
+            });
         if unchanged {
             continue;
         }
@@ -148,6 +188,9 @@ fn write(dir: &Path, files: &[File]) -> std::io::Result<()> {
         out.write_all(&file.bytes)?;
         out.sync_all()?;
         drop(out);
+        if let Some(group) = file.group {
+            set_group(&temporary, group)?;
+        }
         std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(file.mode))?;
         std::fs::rename(&temporary, &target)?;
     }
@@ -190,7 +233,8 @@ pub async fn project(
             .get_opt(&name)
             .await
             .map_err(|error| format!("reading secret {namespace}/{name}: {error}"))?;
-        let files = files(namespace, source, secret.as_ref())?;
+        let fs_group = pod.security_context.as_ref().and_then(|context| context.fs_group);
+        let files = files(namespace, source, secret.as_ref(), fs_group)?;
         let dir = base.join(&mount.name);
         write(&dir, &files).map_err(|error| {
             format!("writing secret volume {:?} into {}: {error}", mount.name, dir.display())
@@ -246,11 +290,17 @@ mod tests {
             "ns",
             &source(Some(vec![("phrase", "passphrase", Some(0o400))]), false),
             Some(&secret),
+            None,
         )
         .unwrap();
         assert_eq!(
             files,
-            vec![File { path: "passphrase".into(), bytes: b"s3cret\n".to_vec(), mode: 0o400 }]
+            vec![File {
+                path: "passphrase".into(),
+                bytes: b"s3cret\n".to_vec(),
+                mode: 0o400,
+                group: None
+            }]
         );
         let all = files_all(&secret);
         assert_eq!(all.len(), 2);
@@ -258,28 +308,32 @@ mod tests {
     }
 
     fn files_all(secret: &Secret) -> Vec<File> {
-        files("ns", &source(None, false), Some(secret)).unwrap()
+        files("ns", &source(None, false), Some(secret), None).unwrap()
     }
 
     #[test]
     fn a_missing_secret_or_key_fails_unless_optional() {
         let required = source(Some(vec![("phrase", "passphrase", None)]), false);
         let optional = source(Some(vec![("phrase", "passphrase", None)]), true);
-        assert_eq!(files("ns", &required, None).unwrap_err(), "secret ns/key not found");
-        assert_eq!(files("ns", &optional, None).unwrap(), Vec::new());
+        assert_eq!(files("ns", &required, None, None).unwrap_err(), "secret ns/key not found");
+        assert_eq!(files("ns", &optional, None, None).unwrap(), Vec::new());
         let without = secret(&[("other", b"x")]);
-        let error = files("ns", &required, Some(&without)).unwrap_err();
+        let error = files("ns", &required, Some(&without), None).unwrap_err();
         assert!(error.contains("couldn't find key phrase in Secret ns/key"), "{error}");
-        assert_eq!(files("ns", &optional, Some(&without)).unwrap(), Vec::new());
+        assert_eq!(files("ns", &optional, Some(&without), None).unwrap(), Vec::new());
     }
 
     #[test]
     fn an_item_path_cannot_leave_the_mount() {
         let secret = secret(&[("phrase", b"x")]);
         for path in ["/etc/passwd", "../up", "a/../../b"] {
-            let error =
-                files("ns", &source(Some(vec![("phrase", path, None)]), false), Some(&secret))
-                    .unwrap_err();
+            let error = files(
+                "ns",
+                &source(Some(vec![("phrase", path, None)]), false),
+                Some(&secret),
+                None,
+            )
+            .unwrap_err();
             assert!(error.contains("must be relative"), "{path}: {error}");
         }
     }
@@ -310,6 +364,7 @@ mod tests {
             path: path.into(),
             bytes: bytes.to_vec(),
             mode: 0o400,
+            group: None,
         };
         write(&target, &[file("passphrase", b"one"), file("old", b"x")]).unwrap();
         let meta = std::fs::metadata(target.join("passphrase")).unwrap();
@@ -319,5 +374,55 @@ mod tests {
         assert!(!target.join("old").exists());
         write(&target, &[]).unwrap();
         assert!(!target.join("passphrase").exists());
+    }
+
+    /// The site pod's key volume as the operator renders it (`0440`, `fsGroup: 999`), and the
+    /// Jobs' Secret volumes (`0400`, `fsGroup: 27`): every file gets the pod's group and the
+    /// group's read, as a kubelet gives them; without `fsGroup` the modes stay as rendered.
+    #[test]
+    fn the_pods_fs_group_gives_each_file_its_group_and_the_groups_read() {
+        let secret = secret(&[("phrase", b"s3cret\n")]);
+        let site = source(Some(vec![("phrase", "passphrase", Some(0o440))]), true);
+        let files_of = |source: &SecretVolumeSource, group: Option<i64>| {
+            files("ns", source, Some(&secret), group)
+                .unwrap()
+                .into_iter()
+                .map(|file| (file.mode, file.group))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(files_of(&site, Some(999)), [(0o440, Some(999))]);
+        assert_eq!(files_of(&site, None), [(0o440, None)]);
+        let job = source(Some(vec![("phrase", "passphrase", Some(0o400))]), false);
+        assert_eq!(files_of(&job, Some(27)), [(0o440, Some(27))]);
+        assert_eq!(files_of(&job, None), [(0o400, None)]);
+        let writable = source(Some(vec![("phrase", "passphrase", Some(0o600))]), false);
+        assert_eq!(files_of(&writable, Some(27)), [(0o640, Some(27))]);
+        let error = files("ns", &job, Some(&secret), Some(-1)).unwrap_err();
+        assert!(error.contains("fsGroup"), "{error}");
+    }
+
+    /// The file on disk has the pod's group when the lab may give it (as root), else the lab's
+    /// own (the write does not fail: the lab's user owns the file); and its mode.
+    #[test]
+    fn writing_gives_the_file_its_group_where_the_lab_may() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("v");
+        let meta = std::fs::metadata(dir.path()).unwrap();
+        let (root, own) = (meta.uid() == 0, meta.gid());
+        let group = if own == 999 { 998 } else { 999 };
+        let file = |mode: u32| File {
+            path: "passphrase".into(),
+            bytes: b"one".to_vec(),
+            mode,
+            group: Some(group),
+        };
+        write(&target, &[file(0o440)]).unwrap();
+        let meta = std::fs::metadata(target.join("passphrase")).unwrap();
+        let expected = if root { group } else { own };
+        assert_eq!((meta.permissions().mode() & 0o777, meta.gid()), (0o440, expected));
+        write(&target, &[file(0o400)]).unwrap();
+        let meta = std::fs::metadata(target.join("passphrase")).unwrap();
+        assert_eq!((meta.permissions().mode() & 0o777, meta.gid()), (0o400, expected));
+        assert_eq!(std::fs::read(target.join("passphrase")).unwrap(), b"one");
     }
 }

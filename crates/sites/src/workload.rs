@@ -7,8 +7,9 @@
 //! disjoint across sessions and the sessions together keep the rate whatever each one's
 //! latency, as long as one is free when a write is due (a session waits for its write's
 //! COMMIT: a rate × commit latency of sessions are busy at once). Each write is `BEGIN`,
-//! `INSERT`, `COMMIT`, acknowledged only when COMMIT returned OK, with the GTID from that OK
-//! packet. A connection error or timeout drops the session; its next write reconnects.
+//! `INSERT` (one round trip), then `COMMIT` (a second), acknowledged only when COMMIT returned
+//! OK, with the GTID from that OK packet. A connection error or timeout drops the session; its
+//! next write reconnects.
 //! [`Workload::stop`] merges the sessions' ledgers into one ([`Ledger::merge`]), which
 //! [`ledger::verify`] checks as a whole.
 
@@ -197,23 +198,24 @@ async fn connect(config: &WorkloadConfig) -> Result<Session, WireError> {
     Ok(s)
 }
 
-/// One write in one round trip: `BEGIN; INSERT …; COMMIT` as one query. Acknowledged only with
-/// the COMMIT's OK (and its GTID). A server error before the COMMIT answered means nothing
-/// committed (the transaction is rolled back); a connection error or timeout after the query
-/// was sent leaves the outcome unknown (the COMMIT may have run): stage Commit, in doubt.
+/// One write in two round trips: `BEGIN; INSERT …` as one query, then `COMMIT`. Acknowledged
+/// only with the COMMIT's OK (and its GTID). Any failure before the COMMIT was sent means
+/// nothing committed (the open transaction is rolled back, by `ROLLBACK` or by the dropped
+/// connection): stage Write. Only a connection error or timeout after the COMMIT was sent
+/// leaves the outcome unknown: stage Commit, in doubt. (One round trip for all three would
+/// put every connection error — a pool reset, a killed session — in doubt, as the COMMIT may
+/// have run; the ledger names exactly the lost writes only when in-doubt writes are the rare
+/// ones cut during their COMMIT.)
 async fn write_one(session: &mut Session, sql: &str) -> Result<Option<String>, (Stage, WireError)> {
-    match session.query_statements(&["BEGIN", sql, "COMMIT"]).await {
-        Ok(answers) => Ok(answers.last().and_then(|commit| commit.gtids.clone())),
-        Err(StatementsError { answered, error }) => {
-            let stage = match (&error, answered) {
-                (WireError::Server { .. }, 0 | 1) => Stage::Write,
-                _ => Stage::Commit,
-            };
-            if stage == Stage::Write && !drops_session(&error) {
-                let _ = session.query("ROLLBACK").await;
-            }
-            Err((stage, error))
+    if let Err(StatementsError { error, .. }) = session.query_statements(&["BEGIN", sql]).await {
+        if !drops_session(&error) {
+            let _ = session.query("ROLLBACK").await;
         }
+        return Err((Stage::Write, error));
+    }
+    match session.query("COMMIT").await {
+        Ok(commit) => Ok(commit.gtids),
+        Err(error) => Err((Stage::Commit, error)),
     }
 }
 

@@ -8,9 +8,9 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy}
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction,
     HTTPGetAction, KeyToPath, ObjectFieldSelector, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe,
-    SecretKeySelector, SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, SecretKeySelector, SecretVolumeSource, Service, ServicePort,
+    ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -360,7 +360,8 @@ fn archiver_mounts(pitr: &PitrRender) -> Vec<VolumeMount> {
 }
 
 /// The encrypted profile's passphrase as a Secret volume: only its key, as the file
-/// `passphrase` (mode 0400, so only the sidecar's user reads it). `optional`: a missing Secret
+/// `passphrase` (mode 0440, group [`POD_FS_GROUP`]: the sidecar's user reads it through the
+/// pod's `fsGroup`, as the kubelet writes Secret files as root). `optional`: a missing Secret
 /// or key must not keep mysqld from starting (the whole pod would wait); the sidecar then
 /// finds no key file, builds no store and uploads nothing (`storeReady: false`,
 /// `PITRArchiveReady=False/ArchiveStoreInitFailed`), and picks the key up once it appears.
@@ -383,8 +384,31 @@ fn passphrase_volume(encryption: &PitrEncryption) -> Volume {
     }
 }
 
-/// `0400`: the key file is readable by its owner only.
-const PASSPHRASE_FILE_MODE: i32 = 0o400;
+/// `0440`: the key file is readable by its owner (root, as the kubelet writes Secret files) and
+/// its group (the pod's `fsGroup`, [`POD_FS_GROUP`]), nobody else. With `fsGroup` set the kubelet
+/// would add the group's read to `0400` anyway; naming it keeps the rendered mode the mode on
+/// disk.
+pub const PASSPHRASE_FILE_MODE: i32 = 0o440;
+
+/// The site pod's `fsGroup`: 999, the `mysql` group of the MySQL image, whose user (999) the
+/// sidecar and `mysqld` run as. The kubelet gives the pod's volumes this group: the Secret
+/// volume's key file (readable through [`PASSPHRASE_FILE_MODE`]), the PITR archive claim (the
+/// sidecar writes it) and the data claim.
+pub const POD_FS_GROUP: i64 = 999;
+
+/// `OnRootMismatch`: the kubelet changes the claims' ownership only when their root does not
+/// already have [`POD_FS_GROUP`], so a restart does not walk a large data directory (Secret
+/// volumes are always given the group).
+pub const FS_GROUP_CHANGE_POLICY: &str = "OnRootMismatch";
+
+/// The site pod's security context: [`POD_FS_GROUP`] with [`FS_GROUP_CHANGE_POLICY`].
+fn pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        fs_group: Some(POD_FS_GROUP),
+        fs_group_change_policy: Some(FS_GROUP_CHANGE_POLICY.to_owned()),
+        ..PodSecurityContext::default()
+    }
+}
 
 fn sidecar_container(
     group: &MysqlFailoverGroup,
@@ -529,6 +553,7 @@ pub fn site_deployment(
             termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
             node_selector,
             volumes: Some(volumes),
+            security_context: Some(pod_security_context()),
             ..PodSpec::default()
         }),
     };

@@ -15,10 +15,11 @@ pub mod resolve;
 pub mod sidecar_env;
 
 pub use build::{
-    DEFAULT_MYSQL_IMAGE, DEFAULT_SIDECAR_IMAGE, DEFAULT_STORAGE_SIZE, ROOT_PASSWORD_KEY,
-    SiteObjects, SiteServices, TERMINATION_GRACE_SECONDS, ZONE_NODE_LABEL, check_group,
-    config_hash, peer_addresses, primary_selector, primary_service, replicas_service,
-    site_configmap, site_deployment, site_objects, site_pvc, site_services,
+    DEFAULT_MYSQL_IMAGE, DEFAULT_SIDECAR_IMAGE, DEFAULT_STORAGE_SIZE, FS_GROUP_CHANGE_POLICY,
+    PASSPHRASE_FILE_MODE, POD_FS_GROUP, ROOT_PASSWORD_KEY, SiteObjects, SiteServices,
+    TERMINATION_GRACE_SECONDS, ZONE_NODE_LABEL, check_group, config_hash, peer_addresses,
+    primary_selector, primary_service, replicas_service, site_configmap, site_deployment,
+    site_objects, site_pvc, site_services,
 };
 pub use error::WorkloadError;
 pub use labels::{containers, ports};

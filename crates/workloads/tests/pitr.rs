@@ -210,14 +210,20 @@ fn an_encrypted_archive_mounts_only_the_passphrase_key_read_only_and_names_the_f
     let volume = pod.volumes.unwrap().into_iter().find(|v| v.name == sidecar_env::PITR_KEY_VOLUME);
     let secret = volume.unwrap().secret.unwrap();
     assert_eq!(secret.secret_name.as_deref(), Some("archive-key"));
-    assert_eq!(secret.default_mode, Some(0o400));
+    assert_eq!(secret.default_mode, Some(0o440));
+    assert_eq!(bloodraven_workloads::PASSPHRASE_FILE_MODE, 0o440);
     // Optional: a missing Secret leaves mysqld running and the archiver stopped, never the pod.
     assert_eq!(secret.optional, Some(true));
     let items = secret.items.unwrap();
     assert_eq!(items.len(), 1, "only the passphrase key is projected");
     assert_eq!(items[0].key, "phrase");
     assert_eq!(items[0].path, "passphrase");
-    assert_eq!(items[0].mode, Some(0o400));
+    assert_eq!(items[0].mode, Some(0o440));
+    // Read by the sidecar's user (999) through the pod's fsGroup: the kubelet writes the file
+    // as root, group fsGroup.
+    let context = pod.security_context.as_ref().expect("the site pod renders a securityContext");
+    assert_eq!(context.fs_group, Some(999));
+    assert_eq!(context.fs_group_change_policy.as_deref(), Some("OnRootMismatch"));
     // The render names the key's source: another Secret rolls the pods.
     let annotations = |group: &MysqlFailoverGroup| {
         site_objects(group, "iad").unwrap().deployment.spec.template.metadata.unwrap().annotations
@@ -240,4 +246,13 @@ fn a_plaintext_archive_mounts_no_key_and_names_no_key_file() {
     assert!(env_var(container, sidecar_env::PITR_PASSPHRASE_FILE).is_none());
     let pod = objects.deployment.spec.template.spec.clone().unwrap();
     assert!(pod.volumes.unwrap().iter().all(|v| v.secret.is_none()));
+    // The archive claim is written by the sidecar's user through the same fsGroup.
+    let context = pod.security_context.expect("the site pod renders a securityContext");
+    assert_eq!(
+        (context.fs_group, context.fs_group_change_policy.as_deref()),
+        (
+            Some(bloodraven_workloads::POD_FS_GROUP),
+            Some(bloodraven_workloads::FS_GROUP_CHANGE_POLICY)
+        )
+    );
 }

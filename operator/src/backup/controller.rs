@@ -17,7 +17,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
@@ -63,17 +63,8 @@ async fn publish(
     reason: &str,
     note: String,
 ) {
-    let reference = backup.object_ref(&());
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = context.shared.recorder.publish(&event, &reference).await {
-        tracing::debug!(%error, "event not recorded");
-    }
+    crate::events::record(&context.shared.recorder, &backup.object_ref(&()), type_, reason, note)
+        .await;
 }
 
 /// One reconcile: [`reconcile::reconcile`], then the Event of the phase it reached.

@@ -295,16 +295,7 @@ async fn publish_on_group(
     reason: &str,
     note: String,
 ) {
-    let event = Event {
-        type_: if warning { EventType::Warning } else { EventType::Normal },
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = shared.recorder.publish(&event, &group.object_ref(&())).await {
-        tracing::debug!(%error, "event not recorded");
-    }
+    crate::restore::queue_io::publish(&shared.recorder, group, warning, reason, note).await;
 }
 
 /// Applies `status.backupSchedules` and `status.lastBackupTime` ([`rollup`]) when they

@@ -233,3 +233,132 @@ async fn clone_on(
         }),
     }
 }
+
+/// A clone that has not finished in this long is given up (and retried by whoever asked).
+pub const CLONE_BOUND: Duration = Duration::from_secs(6 * 3_600);
+/// After the clone, the recipient must answer again within this long.
+pub const RESTART_BOUND: Duration = Duration::from_secs(600);
+
+/// Why reading a site's `gtid_executed` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadGtidError {
+    /// The connection or the query did not answer in time.
+    #[error("{step} on {address} timed out after {bound:?}")]
+    Timeout {
+        /// Connecting, or reading `gtid_executed`.
+        step: &'static str,
+        /// host:port.
+        address: String,
+        /// How long it waited.
+        bound: Duration,
+    },
+    /// The driver failed.
+    #[error("{step} on {address}: {source}")]
+    Driver {
+        /// Connecting, or reading `gtid_executed`.
+        step: &'static str,
+        /// host:port.
+        address: String,
+        /// The driver's error.
+        #[source]
+        source: mysql_async::Error,
+    },
+    /// The server's answer is not a GTID set.
+    #[error("gtid_executed on {address} is not a GTID set: {source}")]
+    Parse {
+        /// host:port.
+        address: String,
+        /// The parser's error.
+        #[source]
+        source: bloodraven_gtid::GtidError,
+    },
+}
+
+/// Why a site's reclone ([`reclone_site`]) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecloneError {
+    /// The donor's executed set could not be read before the clone.
+    #[error("reading the donor's gtid_executed: {0}")]
+    Donor(#[source] ReadGtidError),
+    /// The clone itself failed.
+    #[error(transparent)]
+    Clone(#[from] CloneError),
+    /// The recipient answered after its clone without the donor's set.
+    #[error("after the clone the recipient holds {held}, not the donor's {donor}")]
+    Short {
+        /// The recipient's `gtid_executed`.
+        held: bloodraven_gtid::GtidSet,
+        /// The donor's, read before the clone.
+        donor: bloodraven_gtid::GtidSet,
+    },
+    /// The recipient did not answer again in time.
+    #[error("the recipient did not answer within {bound:?} after its clone: {source}")]
+    NoAnswer {
+        /// How long it waited.
+        bound: Duration,
+        /// The last failed read.
+        #[source]
+        source: ReadGtidError,
+    },
+}
+
+/// Reads `@@global.gtid_executed` of `endpoint`, each step bounded by 10 s.
+pub async fn read_gtid_executed(
+    endpoint: &Endpoint<'_>,
+) -> Result<bloodraven_gtid::GtidSet, ReadGtidError> {
+    let address = format!("{}:{}", endpoint.host, endpoint.port);
+    let opts = OptsBuilder::default()
+        .ip_or_hostname(endpoint.host)
+        .tcp_port(endpoint.port)
+        .user(Some(endpoint.user))
+        .pass(Some(endpoint.password))
+        .prefer_socket(false);
+    let bound = Duration::from_secs(10);
+    let timeout = |step| ReadGtidError::Timeout { step, address: address.clone(), bound };
+    let driver = |step, source| ReadGtidError::Driver { step, address: address.clone(), source };
+    let mut conn = tokio::time::timeout(bound, Conn::new(opts))
+        .await
+        .map_err(|_| timeout("connecting"))?
+        .map_err(|source| driver("connecting", source))?;
+    let read = "reading gtid_executed";
+    let text: Option<String> =
+        tokio::time::timeout(bound, conn.query_first("SELECT @@global.gtid_executed"))
+            .await
+            .map_err(|_| timeout(read))?
+            .map_err(|source| driver(read, source))?;
+    let _ = conn.disconnect().await;
+    text.unwrap_or_default()
+        .replace('\n', "")
+        .parse()
+        .map_err(|source| ReadGtidError::Parse { address: address.clone(), source })
+}
+
+/// A site's whole reclone: the donor's executed set first, the clone ([`clone_from`], bounded
+/// by [`CLONE_BOUND`]), then the recipient must answer again within [`RESTART_BOUND`] holding
+/// at least that set. Both ends are reached as the operator account (`user`, `password`).
+pub async fn reclone_site(
+    recipient: &(String, u16),
+    donor: &(String, u16),
+    user: &str,
+    password: &str,
+) -> Result<(), RecloneError> {
+    let recipient_endpoint = Endpoint { host: &recipient.0, port: recipient.1, user, password };
+    let donor_endpoint = Endpoint { host: &donor.0, port: donor.1, user, password };
+    let donor_set = read_gtid_executed(&donor_endpoint).await.map_err(RecloneError::Donor)?;
+    let donor_spec = Donor { host: &donor.0, port: donor.1, user, password };
+    let cloned = clone_from(&recipient_endpoint, &donor_spec, &donor_endpoint, CLONE_BOUND).await?;
+    tracing::info!(?cloned, "clone finished; waiting for the recipient to answer");
+    let deadline = tokio::time::Instant::now() + RESTART_BOUND;
+    loop {
+        match read_gtid_executed(&recipient_endpoint).await {
+            Ok(held) if donor_set.is_subset(&held) => return Ok(()),
+            Ok(held) => return Err(RecloneError::Short { held, donor: donor_set }),
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(source) => {
+                return Err(RecloneError::NoAnswer { bound: RESTART_BOUND, source });
+            }
+        }
+    }
+}

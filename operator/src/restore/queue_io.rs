@@ -7,27 +7,19 @@
 //! ([`crate::reclone::io::poll`]), on the annotation as the queue's effects left it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::annotations::{RECLONE_SITE, RecloneRequest as RecloneAnnotation};
 use bloodraven_crd::group::RestoreReclonesPhase;
-use bloodraven_gtid::GtidSet;
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::Recorder;
 use kube::{Resource, ResourceExt};
-use mysql_async::prelude::Queryable;
 use tokio::task::JoinHandle;
 
-use super::clone::{CloneError, Donor, Endpoint, clone_from};
+use super::clone::reclone_site;
 use super::core::{CloneProgress, Effect, QueueView, drive};
 use crate::observe::Account;
-
-/// A clone that has not finished in this long is given up (and retried by the queue).
-pub const CLONE_BOUND: Duration = Duration::from_secs(6 * 3_600);
-/// After the clone, the recipient must answer again within this long.
-pub const RESTART_BOUND: Duration = Duration::from_secs(600);
 
 /// What this process remembers about the queue between polls.
 #[derive(Debug, Default)]
@@ -296,89 +288,25 @@ pub(crate) async fn publish(
     reason: &str,
     note: String,
 ) {
-    let event = Event {
-        type_: if warning { EventType::Warning } else { EventType::Normal },
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = recorder.publish(&event, &group.object_ref(&())).await {
-        tracing::debug!(%error, reason, "event not recorded");
-    }
+    crate::events::record(
+        recorder,
+        &group.object_ref(&()),
+        crate::events::kind(warning),
+        reason,
+        note,
+    )
+    .await;
 }
 
-/// The clone of one request: the donor's executed set first, the clone, then the recipient
-/// must answer again holding at least that set.
+/// The clone of one request ([`reclone_site`]), its error as the queue records it.
 pub(crate) async fn reclone(
     recipient: (String, u16),
     donor: (String, u16),
     account: Account,
 ) -> Result<(), String> {
-    let recipient_endpoint = Endpoint {
-        host: &recipient.0,
-        port: recipient.1,
-        user: &account.user,
-        password: &account.password,
-    };
-    let donor_endpoint = Endpoint {
-        host: &donor.0,
-        port: donor.1,
-        user: &account.user,
-        password: &account.password,
-    };
-    let donor_set = read_gtid(&donor_endpoint)
+    reclone_site(&recipient, &donor, &account.user, &account.password)
         .await
-        .map_err(|e| format!("reading the donor's gtid_executed: {e}"))?;
-    let donor_spec =
-        Donor { host: &donor.0, port: donor.1, user: &account.user, password: &account.password };
-    let cloned = clone_from(&recipient_endpoint, &donor_spec, &donor_endpoint, CLONE_BOUND)
-        .await
-        .map_err(|e: CloneError| e.to_string())?;
-    tracing::info!(?cloned, "clone finished; waiting for the recipient to answer");
-    let deadline = tokio::time::Instant::now() + RESTART_BOUND;
-    loop {
-        match read_gtid(&recipient_endpoint).await {
-            Ok(set) if donor_set.is_subset(&set) => return Ok(()),
-            Ok(set) => {
-                return Err(format!(
-                    "after the clone the recipient holds {set}, not the donor's {donor_set}"
-                ));
-            }
-            Err(_) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(error) => {
-                return Err(format!(
-                    "the recipient did not answer within {RESTART_BOUND:?} after its clone: {error}"
-                ));
-            }
-        }
-    }
-}
-
-async fn read_gtid(endpoint: &Endpoint<'_>) -> Result<GtidSet, String> {
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(endpoint.host)
-        .tcp_port(endpoint.port)
-        .user(Some(endpoint.user))
-        .pass(Some(endpoint.password))
-        .prefer_socket(false);
-    let bound = Duration::from_secs(10);
-    let mut conn = tokio::time::timeout(bound, mysql_async::Conn::new(opts))
-        .await
-        .map_err(|_| "connecting timed out".to_owned())?
-        .map_err(|e| e.to_string())?;
-    let text: Option<String> =
-        tokio::time::timeout(bound, conn.query_first("SELECT @@global.gtid_executed"))
-            .await
-            .map_err(|_| "the query timed out".to_owned())?
-            .map_err(|e| e.to_string())?;
-    let _ = conn.disconnect().await;
-    text.unwrap_or_default()
-        .replace('\n', "")
-        .parse()
-        .map_err(|e: bloodraven_gtid::GtidError| e.to_string())
+        .map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

@@ -7,58 +7,26 @@
 //! fresh mysqld with the backup's GTID set and the source's checksums. A backup whose store is
 //! unreachable fails with Ready=False/BackupFailed and a BackupFailed Event.
 
-use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::condition::{ConditionStatus, ConditionType};
 use bloodraven_gtid::GtidSet;
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::accounts::OPERATOR;
-use bloodraven_sites::mysqld::{Instance, InstanceSpec, MysqlDist};
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
+use bloodraven_sites::mysqld::{Instance, InstanceSpec};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use mysql_async::prelude::Queryable;
 use serde_json::json;
 
-use super::harness::{self, Operator};
+use super::harness::Operator;
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for, conn, event_reasons, tool};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(180);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-fn tool(var: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{var} is unset: run `source scripts/provision.sh` first"))
-}
-
-fn opts(addr: std::net::SocketAddr) -> mysql_async::Opts {
-    mysql_async::OptsBuilder::default()
-        .ip_or_hostname(addr.ip().to_string())
-        .tcp_port(addr.port())
-        .user(Some(OPERATOR.user))
-        .pass(Some(OPERATOR.password))
-        .prefer_socket(false)
-        .into()
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 async fn gtid_executed(conn: &mut mysql_async::Conn) -> GtidSet {
     let text: String = conn.query_first("SELECT @@global.gtid_executed").await.unwrap().unwrap();
@@ -80,51 +48,21 @@ fn backup(name: &str, profile: &str) -> MysqlBackup {
     .unwrap()
 }
 
-fn event_reasons(lab: &Lab, backup: &str) -> Vec<String> {
-    lab.list("events.k8s.io/v1", "Event")
-        .iter()
-        .filter(|event| event["regarding"]["name"] == backup)
-        .filter_map(|event| event["reason"].as_str().map(str::to_owned))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing_one_reports() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups", "mysqlbackups"] {
-        let text =
-            std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}.shipstream.io.yaml"))
-                .expect("deploy/crds");
-        lab.load_crds(&text).expect("the CRD");
-    }
-    let example = std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
+    let live = LiveLab::start(LiveLabOptions {
+        crds: &["mysqlfailovergroups", "mysqlbackups"],
+        job_env: Some(&["BLOODRAVEN_MYSQLDUMP"]),
+        ..LiveLabOptions::sites(NAMESPACE)
+    })
+    .await;
+    let (lab, client) = (&live.lab, &live.client);
+    let sidecar = live.sidecar.clone().unwrap();
 
     // The backup claim and the profiles: PVC (works) and S3 at an address nothing serves.
     let post = PostParams::default();
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": "backups" },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    let claim = claims.create(&post, &claim).await.expect("the backup claim");
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-    let s3_keys: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "s3-keys" },
-        "stringData": { "AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK" },
-    }))
-    .unwrap();
-    secrets.create(&post, &s3_keys).await.expect("the S3 keys");
+    let (_claim, folder) = live.create_backup_claim().await;
+    live.create_s3_keys("AK", "SK").await;
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     let profiles = json!({ "spec": { "backup": { "profiles": [
         { "name": "pvc", "storage": { "type": "PVC", "pvc": { "claimName": "backups" } } },
@@ -137,30 +75,7 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
         .await
         .expect("the backup profiles");
 
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brb-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path().join("c"));
-    config.namespace = Some(NAMESPACE.to_owned());
-    config.jobs = Some(
-        JobConfig::new(root.path().join("jobs"))
-            .executable("bloodraven-sidecar", &sidecar)
-            .env("BLOODRAVEN_MYSQLDUMP", tool("BLOODRAVEN_MYSQLDUMP").display().to_string()),
-    );
-    let kubelet = Kubelet::start(client.clone(), dist.clone(), template.clone(), hub, config)
-        .await
-        .expect("the kubelet");
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let Operator { context, controller } =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
-    let resolver = kubelet.resolver();
-    let addr = |site: &str| -> std::net::SocketAddr {
-        let address = resolver
-            .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
-            .expect("the site's internal Service resolves");
-        format!("{}:{}", address.host, address.port).parse().unwrap()
-    };
+    let Operator { context, controller } = live.operator("test");
 
     // Converged, then the workload writes on the primary and reaches every replica.
     let primary = wait_for("the group to converge", || async {
@@ -173,7 +88,7 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
         (all && status.sites.len() == 3).then_some(active)
     })
     .await;
-    let mut source = mysql_async::Conn::new(opts(addr(&primary))).await.unwrap();
+    let mut source = conn(&live.site_addr(GROUP, &primary)).await.expect("the primary answers");
     source
         .query_drop("CREATE TABLE app.orders (id INT PRIMARY KEY, note VARCHAR(40))")
         .await
@@ -194,12 +109,7 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
         let found = backups.get("b1").await.ok()?;
         let status = found.status.clone()?;
         if status.phase == Some(BackupPhase::Failed) {
-            let logs: Vec<String> = kubelet
-                .job_pods(NAMESPACE)
-                .keys()
-                .filter_map(|pod| kubelet.job_log(NAMESPACE, pod))
-                .collect();
-            panic!("b1 failed: {status:#?}\nthe Job's log: {}", logs.join("\n---\n"));
+            panic!("b1 failed: {status:#?}\nthe Job's log: {}", live.job_logs());
         }
         (status.phase == Some(BackupPhase::Succeeded) && status.gtid_executed.is_some())
             .then_some(found)
@@ -221,7 +131,7 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
     let ready = status.conditions.iter().find(|c| c.type_ == ConditionType::Ready).unwrap();
     assert_eq!(ready.status, ConditionStatus::True, "{ready:?}");
     wait_for("BackupStarted and BackupSucceeded Events on b1", || async {
-        let reasons = event_reasons(&lab, "b1");
+        let reasons = event_reasons(lab, "b1");
         (reasons.iter().any(|r| r == "BackupStarted")
             && reasons.iter().any(|r| r == "BackupSucceeded"))
         .then_some(())
@@ -230,16 +140,11 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
 
     // The artifact (in the claim's folder) restores into a fresh mysqld: the backup's GTID set,
     // the source's checksum.
-    let folder = bloodraven_kubelet::claims::claim_folder(
-        &root.path().join("c"),
-        NAMESPACE,
-        "backups",
-        claim.metadata.uid.as_deref().unwrap(),
-    );
     assert!(folder.join("b1/@.done.json").is_file(), "the completion marker in {folder:?}");
-    let mut target = Instance::create(&dist, &template, InstanceSpec::new("restore-b1", 91))
-        .await
-        .expect("a fresh mysqld");
+    let mut target =
+        Instance::create(&live.dist, &live.template, InstanceSpec::new("restore-b1", 91))
+            .await
+            .expect("a fresh mysqld");
     target.start_and_wait(Duration::from_secs(120)).await.expect("the fresh mysqld starts");
     {
         let mut root_conn = target.root_conn().await.unwrap();
@@ -292,7 +197,7 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
         Some("BackupFailed")
     );
     wait_for("a BackupFailed Event on b2", || async {
-        event_reasons(&lab, "b2").iter().any(|r| r == "BackupFailed").then_some(())
+        event_reasons(lab, "b2").iter().any(|r| r == "BackupFailed").then_some(())
     })
     .await;
 
@@ -300,6 +205,5 @@ async fn a_backup_runs_as_the_operators_job_completes_and_restores_and_a_failing
     controller.abort();
     let _ = controller.await;
     drop(context);
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
 }

@@ -8,60 +8,26 @@
 //! the artifact (on the claim and in the bucket), then the finalizer goes and the CR with it.
 //! An ad-hoc backup with `deletionPolicy: Retain` is pruned the same way but its artifact stays.
 
-use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_kubelet::cronjob::CronConfig;
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
 use bloodraven_store::testing::{ACCESS_KEY, SECRET_KEY, SeaweedFs};
 use bloodraven_store::{ObjectStore, list_all};
 use k8s_openapi::api::batch::v1::CronJob;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::harness::{self, Operator};
+use super::harness::Operator;
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for, events};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(300);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-fn tool(var: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{var} is unset: run `source scripts/provision.sh` first"))
-}
-
-fn events(lab: &Lab, backup: &str) -> Vec<(String, String)> {
-    lab.list("events.k8s.io/v1", "Event")
-        .iter()
-        .filter(|event| event["regarding"]["name"] == backup)
-        .filter_map(|event| {
-            Some((
-                event["reason"].as_str()?.to_owned(),
-                event["note"].as_str().unwrap_or("").to_owned(),
-            ))
-        })
-        .collect()
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 /// The newest Succeeded backup of `profile` created by a schedule and not being deleted (an
 /// older one may already be on its way out).
@@ -87,42 +53,21 @@ async fn first_scheduled_success(backups: &Api<MysqlBackup>, profile: &str) -> M
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc_and_s3() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
     let weed = SeaweedFs::start().unwrap_or_else(|error| panic!("SeaweedFS: {error}"));
     let bucket = weed.bucket_store("backups", "").await.unwrap_or_else(|error| panic!("{error}"));
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"] {
-        let text =
-            std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}.shipstream.io.yaml"))
-                .expect("deploy/crds");
-        lab.load_crds(&text).expect("the CRD");
-    }
-    let example = std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
+    let live = LiveLab::start(LiveLabOptions {
+        crds: &["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"],
+        job_env: Some(&["BLOODRAVEN_MYSQLDUMP"]),
+        // Three cron minutes per real minute: `* * * * *` fires every 20 s.
+        cronjobs: Some(CronConfig::new().speedup(3)),
+        ..LiveLabOptions::sites(NAMESPACE)
+    })
+    .await;
+    let (lab, client) = (&live.lab, &live.client);
 
     let post = PostParams::default();
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": "backups" },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    let claim = claims.create(&post, &claim).await.expect("the backup claim");
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-    let s3_keys: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "s3-keys" },
-        "stringData": { "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY },
-    }))
-    .unwrap();
-    secrets.create(&post, &s3_keys).await.expect("the S3 keys");
+    let (_claim, folder) = live.create_backup_claim().await;
+    live.create_s3_keys(ACCESS_KEY, SECRET_KEY).await;
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     let profiles = json!({ "spec": { "backup": { "profiles": [
         { "name": "pvc", "retention": { "keepLast": 1 },
@@ -136,25 +81,7 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
         .await
         .expect("the backup profiles");
 
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brs-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path().join("c"));
-    config.namespace = Some(NAMESPACE.to_owned());
-    config.jobs = Some(
-        JobConfig::new(root.path().join("jobs"))
-            .executable("bloodraven-sidecar", &sidecar)
-            .env("BLOODRAVEN_MYSQLDUMP", tool("BLOODRAVEN_MYSQLDUMP").display().to_string()),
-    );
-    // Three cron minutes per real minute: `* * * * *` fires every 20 s.
-    config.cronjobs = Some(CronConfig::new().speedup(3));
-    let kubelet = Kubelet::start(client.clone(), dist.clone(), template.clone(), hub, config)
-        .await
-        .expect("the kubelet");
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let Operator { context, controller } =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
+    let Operator { context, controller } = live.operator("test");
 
     wait_for("the group to converge", || async {
         let status = groups.get(GROUP).await.ok()?.status?;
@@ -208,12 +135,6 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
         assert_eq!(cronjob.spec.time_zone.as_deref(), Some("Etc/UTC"));
     }
 
-    let folder = bloodraven_kubelet::claims::claim_folder(
-        &root.path().join("c"),
-        NAMESPACE,
-        "backups",
-        claim.metadata.uid.as_deref().unwrap(),
-    );
     // PVC: the first scheduled success is pruned once the next one succeeds; its cleanup Job
     // deletes its directory and stamp, then the finalizer and the CR go.
     let first = first_scheduled_success(&backups, "pvc").await;
@@ -226,11 +147,11 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
     .await;
     assert!(folder.join("keep/@.done.json").is_file(), "a Retain backup's artifact stays");
     assert!(
-        events(&lab, "keep")
+        events(lab, "keep")
             .iter()
             .any(|(reason, note)| reason == "ArtifactRetained" && note.contains("/backups/keep")),
         "{:?}",
-        events(&lab, "keep")
+        events(lab, "keep")
     );
     wait_for(&format!("backup {first_name} deleted by retention and cleaned up"), || async {
         backups.get_opt(&first_name).await.ok()?.is_none().then_some(())
@@ -241,7 +162,7 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
         !folder.join(format!("{first_name}.bloodraven-backup.json")).exists(),
         "its stamp is gone"
     );
-    let cleaned = events(&lab, &first_name);
+    let cleaned = events(lab, &first_name);
     assert!(
         cleaned.iter().any(|(reason, _)| reason == "ArtifactCleanupStarted")
             && cleaned
@@ -267,9 +188,9 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
         "the stamp is gone"
     );
     assert!(
-        events(&lab, &s3_name).iter().any(|(reason, _)| reason == "ArtifactCleanupSucceeded"),
+        events(lab, &s3_name).iter().any(|(reason, _)| reason == "ArtifactCleanupSucceeded"),
         "{:?}",
-        events(&lab, &s3_name)
+        events(lab, &s3_name)
     );
 
     // Suspend the schedules so no run starts while everything stops.
@@ -281,7 +202,6 @@ async fn schedules_fire_retention_prunes_and_cleanup_deletes_the_artifact_on_pvc
     controller.abort();
     let _ = controller.await;
     drop(context);
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
     drop(weed);
 }

@@ -6,46 +6,25 @@
 //! artifact with bytes flipped in its dump chunk fails BackupArtifactDamaged, and truncated
 //! fails PITRBackupIncomplete, each with a VerificationFailed Event.
 
-use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::condition::{ConditionStatus, ConditionType};
 use bloodraven_crd::verification::{MysqlBackupVerification, VerificationPhase};
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::accounts::OPERATOR;
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use mysql_async::prelude::Queryable;
 use serde_json::json;
 
-use super::harness::{self, Operator};
+use super::harness::Operator;
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for, conn, event_reasons};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers (a verification initialises a mysqld).
 const BOUND: Duration = Duration::from_secs(240);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-fn tool(var: &str) -> String {
-    std::env::var(var)
-        .unwrap_or_else(|_| panic!("{var} is unset: run `source scripts/provision.sh` first"))
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 fn verification(name: &str, backup: &str) -> MysqlBackupVerification {
     serde_json::from_value(json!({
@@ -55,14 +34,6 @@ fn verification(name: &str, backup: &str) -> MysqlBackupVerification {
                   "backupRef": { "name": backup } },
     }))
     .unwrap()
-}
-
-fn event_reasons(lab: &Lab, object: &str) -> Vec<String> {
-    lab.list("events.k8s.io/v1", "Event")
-        .iter()
-        .filter(|event| event["regarding"]["name"] == object)
-        .filter_map(|event| event["reason"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// The verification once it is Succeeded or Failed.
@@ -89,33 +60,23 @@ fn verified(found: &MysqlBackupVerification) -> (ConditionStatus, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_reason() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"] {
-        let text =
-            std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}.shipstream.io.yaml"))
-                .expect("deploy/crds");
-        lab.load_crds(&text).expect("the CRD");
-    }
-    let example = std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
+    let live = LiveLab::start(LiveLabOptions {
+        crds: &["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"],
+        job_env: Some(&[
+            "BLOODRAVEN_MYSQLDUMP",
+            "BLOODRAVEN_MYSQL",
+            "BLOODRAVEN_MYSQLD",
+            "BLOODRAVEN_MYSQL_BASEDIR",
+            "BLOODRAVEN_MYSQL_LC_MESSAGES_DIR",
+            "BLOODRAVEN_MYSQL_PLUGIN_DIR",
+        ]),
+        ..LiveLabOptions::sites(NAMESPACE)
+    })
+    .await;
+    let (lab, client) = (&live.lab, &live.client);
 
     let post = PostParams::default();
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
-    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": { "name": "backups" },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    let claim = claims.create(&post, &claim).await.expect("the backup claim");
+    let (_claim, folder) = live.create_backup_claim().await;
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     let profiles = json!({ "spec": { "backup": { "profiles": [
         { "name": "pvc", "storage": { "type": "PVC", "pvc": { "claimName": "backups" } } },
@@ -125,39 +86,7 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
         .await
         .expect("the backup profile");
 
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brv-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path().join("c"));
-    config.namespace = Some(NAMESPACE.to_owned());
-    let mut jobs = JobConfig::new(root.path().join("j")).executable("bloodraven-sidecar", &sidecar);
-    for var in [
-        "BLOODRAVEN_MYSQLDUMP",
-        "BLOODRAVEN_MYSQL",
-        "BLOODRAVEN_MYSQLD",
-        "BLOODRAVEN_MYSQL_BASEDIR",
-        "BLOODRAVEN_MYSQL_LC_MESSAGES_DIR",
-        "BLOODRAVEN_MYSQL_PLUGIN_DIR",
-    ] {
-        jobs = jobs.env(var, tool(var));
-    }
-    config.jobs = Some(jobs);
-    let kubelet = Kubelet::start(client.clone(), dist.clone(), template.clone(), hub, config)
-        .await
-        .expect("the kubelet");
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let Operator { context, controller } =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
-    let resolver = kubelet.resolver();
-    let job_logs = || -> String {
-        kubelet
-            .job_pods(NAMESPACE)
-            .keys()
-            .filter_map(|pod| kubelet.job_log(NAMESPACE, pod))
-            .collect::<Vec<_>>()
-            .join("\n---\n")
-    };
+    let Operator { context, controller } = live.operator("test");
 
     // Converged; the workload writes on the primary.
     let primary = wait_for("the group to converge", || async {
@@ -170,17 +99,7 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
         (all && status.sites.len() == 3).then_some(active)
     })
     .await;
-    let address = resolver
-        .resolve(NAMESPACE, &format!("mysql-{GROUP}-{primary}-internal"), ports::MYSQL)
-        .expect("the primary's internal Service resolves");
-    let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(address.host.clone())
-        .tcp_port(address.port)
-        .user(Some(OPERATOR.user))
-        .pass(Some(OPERATOR.password))
-        .prefer_socket(false)
-        .into();
-    let mut source = mysql_async::Conn::new(opts).await.unwrap();
+    let mut source = conn(&live.site_addr(GROUP, &primary)).await.expect("the primary answers");
     source
         .query_drop("CREATE TABLE app.orders (id INT PRIMARY KEY, note VARCHAR(40))")
         .await
@@ -206,7 +125,7 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
     backups.create(&post, &b1).await.expect("MysqlBackup b1");
     wait_for("backup b1 Succeeded with its gtidExecuted", || async {
         let status = backups.get("b1").await.ok()?.status?;
-        assert_ne!(status.phase, Some(BackupPhase::Failed), "b1 failed: {}", job_logs());
+        assert_ne!(status.phase, Some(BackupPhase::Failed), "b1 failed: {}", live.job_logs());
         (status.phase == Some(BackupPhase::Succeeded) && status.gtid_executed.is_some())
             .then_some(())
     })
@@ -221,17 +140,17 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
         status.phase,
         Some(VerificationPhase::Succeeded),
         "{status:#?}\nthe Jobs' logs: {}",
-        job_logs()
+        live.job_logs()
     );
     assert_eq!(verified(&good), (ConditionStatus::True, "RestoreVerified".to_owned()));
     assert_eq!(status.backup_ref.as_ref().and_then(|b| b.name.as_deref()), Some("b1"));
     assert_eq!(status.job_name.as_deref(), Some("mysqlverify-v-good"));
     assert!(status.start_time.is_some() && status.completion_time.is_some(), "{status:#?}");
-    let logs = job_logs();
+    let logs = live.job_logs();
     let line = format!("BLOODRAVEN_VERIFY_TABLE app.orders checksum={source_sum}");
     assert!(logs.contains(&line), "the restored table's checksum is the source's ({line}): {logs}");
     wait_for("VerificationStarted and VerificationSucceeded Events", || async {
-        let reasons = event_reasons(&lab, "v-good");
+        let reasons = event_reasons(lab, "v-good");
         (reasons.iter().any(|r| r == "VerificationStarted")
             && reasons.iter().any(|r| r == "VerificationSucceeded"))
         .then_some(())
@@ -239,12 +158,6 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
     .await;
 
     // Flip bytes in the dump chunk (same size): the digest refuses it.
-    let folder = bloodraven_kubelet::claims::claim_folder(
-        &root.path().join("c"),
-        NAMESPACE,
-        "backups",
-        claim.metadata.uid.as_deref().unwrap(),
-    );
     let chunk = folder.join("b1/dump-00000.sql.zst");
     let original = std::fs::read(&chunk).expect("the dump chunk");
     let mut flipped = original.clone();
@@ -268,7 +181,7 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
     assert!(message.contains("dump-00000.sql.zst"), "the message names the chunk: {message}");
     for name in ["v-flipped", "v-truncated"] {
         wait_for(&format!("a VerificationFailed Event on {name}"), || async {
-            event_reasons(&lab, name).iter().any(|r| r == "VerificationFailed").then_some(())
+            event_reasons(lab, name).iter().any(|r| r == "VerificationFailed").then_some(())
         })
         .await;
     }
@@ -276,6 +189,5 @@ async fn a_good_backup_verifies_and_a_damaged_or_truncated_one_fails_with_its_re
     controller.abort();
     let _ = controller.await;
     drop(context);
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
 }

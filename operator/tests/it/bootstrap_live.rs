@@ -9,28 +9,19 @@
 //! `broken`: the load fails, the restore is Failed with Ready=False/InitFromBackupFailed and a
 //! RestoreFailed Event, no pod is labelled primary or healthy, and nothing is cloned.
 
-use std::collections::BTreeMap;
-use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::group::RestorePhase;
 use bloodraven_crd::{ConditionStatus, ConditionType, MysqlFailoverGroup};
 use bloodraven_gtid::GtidSet;
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig, claims::claim_folder};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::accounts::OPERATOR;
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use mysql_async::prelude::Queryable;
 
-use super::harness::{self, Operator};
+use super::harness;
+use super::live_lab::{
+    LiveLab, LiveLabOptions, bounded_wait_for, checksums, event_reasons, gtid, sql,
+};
 
 const NAMESPACE: &str = "orders";
 const SOURCE: &str = "orders";
@@ -38,71 +29,7 @@ const BACKUP: &str = "nightly-1";
 /// Generous: CI shares 2 cores with other real servers, and a step here may include a CLONE.
 const BOUND: Duration = Duration::from_secs(300);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-fn tool(var: &str) -> String {
-    std::env::var(var)
-        .unwrap_or_else(|_| panic!("{var} is unset: run `source scripts/provision.sh`"))
-}
-
-async fn conn(addr: &str) -> Option<mysql_async::Conn> {
-    let (host, port) = addr.rsplit_once(':')?;
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port.parse().ok()?)
-        .user(Some(OPERATOR.user))
-        .pass(Some(OPERATOR.password))
-        .prefer_socket(false);
-    tokio::time::timeout(Duration::from_secs(5), mysql_async::Conn::new(opts)).await.ok()?.ok()
-}
-
-async fn gtid(addr: &str) -> Option<GtidSet> {
-    let mut conn = conn(addr).await?;
-    let text: String = conn.query_first("SELECT @@global.gtid_executed").await.ok()??;
-    let _ = conn.disconnect().await;
-    text.replace('\n', "").parse().ok()
-}
-
-/// `CHECKSUM TABLE` of every table of schema `app`, by name.
-async fn checksums(addr: &str) -> Option<BTreeMap<String, Option<i64>>> {
-    let mut conn = conn(addr).await?;
-    let tables: Vec<String> = conn
-        .query(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'app' \
-             AND table_type = 'BASE TABLE' ORDER BY 1",
-        )
-        .await
-        .ok()?;
-    let mut out = BTreeMap::new();
-    for table in tables {
-        let row: Option<(String, Option<i64>)> =
-            conn.query_first(format!("CHECKSUM TABLE app.`{table}`")).await.ok()?;
-        out.insert(table, row?.1);
-    }
-    let _ = conn.disconnect().await;
-    Some(out)
-}
-
-async fn sql(addr: &str, statement: &str) {
-    let mut conn = conn(addr).await.expect("the site answers");
-    conn.query_drop(statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
-    let _ = conn.disconnect().await;
-}
-
-fn addr(kubelet: &Kubelet, group: &str, site: &str) -> Option<String> {
-    let address = kubelet.resolver().resolve(
-        NAMESPACE,
-        &format!("mysql-{group}-{site}-internal"),
-        ports::MYSQL,
-    )?;
-    Some(format!("{}:{}", address.host, address.port))
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 /// A new two-site group `name` restoring `BACKUP` at bootstrap.
 fn restored_group(name: &str) -> MysqlFailoverGroup {
@@ -126,14 +53,6 @@ fn restored_group(name: &str) -> MysqlFailoverGroup {
     .unwrap()
 }
 
-fn event_reasons(lab: &Lab, group: &str) -> Vec<String> {
-    lab.list("events.k8s.io/v1", "Event")
-        .iter()
-        .filter(|event| event["regarding"]["name"] == group)
-        .filter_map(|event| event["reason"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// No pod of `group` is labelled primary or healthy.
 async fn no_endpoints(client: &kube::Client, group: &str) -> Result<(), String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
@@ -154,48 +73,14 @@ async fn no_endpoints(client: &kube::Client, group: &str) -> Result<(), String> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bootstrap_restore_loads_the_seed_clones_the_rest_and_a_failed_load_stays_gated() {
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups.shipstream.io.yaml", "mysqlbackups.shipstream.io.yaml"] {
-        let text = std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}")).unwrap();
-        lab.load_crds(&text).expect("a CRD");
-    }
-    let example =
-        std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml")).unwrap();
-    lab.apply_yaml(&example).expect("the example group");
-    let client = kube::Client::try_from(kube::Config::new(lab.url().parse().unwrap())).unwrap();
-
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brb-").tempdir_in("/tmp").expect("a short root");
-    let job_root = tempfile::Builder::new().prefix("brj-").tempdir_in("/tmp").unwrap();
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let mut executables = BTreeMap::new();
-    executables.insert("bloodraven-sidecar".to_owned(), sidecar.clone());
-    let mut env = BTreeMap::new();
-    for var in ["BLOODRAVEN_MYSQL", "BLOODRAVEN_MYSQLDUMP"] {
-        env.insert(var.to_owned(), tool(var));
-    }
-    config.jobs = Some(JobConfig {
-        root: job_root.path().to_owned(),
-        executables,
-        env,
-        log_filter: "info".to_owned(),
-        retry_delay: Duration::from_secs(1),
-    });
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let operator =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
+    let live = LiveLab::start(LiveLabOptions {
+        crds: &["mysqlfailovergroups", "mysqlbackups"],
+        job_env: Some(&["BLOODRAVEN_MYSQL", "BLOODRAVEN_MYSQLDUMP"]),
+        ..LiveLabOptions::sites(NAMESPACE)
+    })
+    .await;
+    let (lab, client) = (&live.lab, &live.client);
+    let operator = live.operator("test");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
 
     // The source group converges; its data is backed up to a claim.
@@ -210,17 +95,8 @@ async fn a_bootstrap_restore_loads_the_seed_clones_the_rest_and_a_failed_load_st
         all.then_some(active)
     })
     .await;
-    let p = addr(&kubelet, SOURCE, &primary).expect("the primary resolves");
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
-    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": { "name": "backups", "namespace": NAMESPACE },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    let claim = claims.create(&PostParams::default(), &claim).await.unwrap();
-    let folder =
-        claim_folder(root.path(), NAMESPACE, "backups", claim.metadata.uid.as_deref().unwrap());
+    let p = live.site_addr(SOURCE, &primary);
+    let (_claim, folder) = live.create_backup_claim().await;
     std::fs::create_dir_all(&folder).unwrap();
     let body = serde_json::json!({ "spec": { "backup": { "profiles": [{
         "name": "nightly",
@@ -261,11 +137,11 @@ async fn a_bootstrap_restore_loads_the_seed_clones_the_rest_and_a_failed_load_st
     .await;
     let loaded_in = started.elapsed();
     assert_eq!(seed, "iad", "the default seed: the first PrimaryCandidate");
-    let s = addr(&kubelet, "restored", "iad").unwrap();
+    let s = live.site_addr("restored", "iad");
     assert_eq!(gtid(&s).await.unwrap(), backup_set, "the seed holds exactly the backup's set");
     assert_eq!(checksums(&s).await.unwrap(), backup_sums, "the seed's tables equal the backup's");
     // The other site is cloned from the seed, replicates, and the group becomes Ready.
-    let other = addr(&kubelet, "restored", "pdx").unwrap();
+    let other = live.site_addr("restored", "pdx");
     wait_for("pdx to be cloned from the seed and replicate, and Ready", || async {
         let status = groups.get("restored").await.ok()?.status?;
         let replicating =
@@ -310,24 +186,22 @@ async fn a_bootstrap_restore_loads_the_seed_clones_the_rest_and_a_failed_load_st
         let status = groups.get("broken").await.ok()?.status?;
         let ready = status.condition(&ConditionType::Ready)?;
         let reason = ready.reason.as_ref()?.as_str().to_owned();
-        let event = event_reasons(&lab, "broken").iter().any(|r| r == "RestoreFailed");
+        let event = event_reasons(lab, "broken").iter().any(|r| r == "RestoreFailed");
         (ready.status == ConditionStatus::False && reason == "InitFromBackupFailed" && event)
             .then_some(())
     })
     .await;
     // It stays gated: no endpoints, nothing cloned (a few polls later still).
     tokio::time::sleep(Duration::from_secs(5)).await;
-    no_endpoints(&client, "broken").await.unwrap();
-    let other = addr(&kubelet, "broken", "pdx").unwrap();
+    no_endpoints(client, "broken").await.unwrap();
+    let other = live.site_addr("broken", "pdx");
     let set = gtid(&other).await.expect("pdx answers");
     assert!(set.is_empty(), "nothing was cloned into pdx: {set}");
     let status = groups.get("broken").await.unwrap().status.unwrap();
     assert_eq!(status.restore.unwrap().phase, Some(RestorePhase::Failed), "Failed stays Failed");
 
     operator.stop().await;
-    kubelet.shutdown().await;
-    drop(root);
-    drop(job_root);
+    live.stop().await;
 }
 
 /// Admission through the lab API server (the CRD's transition rules): `spec.initFromBackup`

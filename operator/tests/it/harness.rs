@@ -40,14 +40,19 @@ where
 /// The lab API server with the group CRD and `deploy/examples/group.yaml` applied, the group
 /// and its namespace renamed `namespace` (the example's are `orders`), and a client of it.
 pub(crate) async fn start_lab(namespace: &str) -> (Lab, kube::Client) {
+    start_lab_with(namespace, &["mysqlfailovergroups"]).await
+}
+
+/// [`start_lab`] with the CRDs `crds` (file names in `deploy/crds` less `.shipstream.io.yaml`).
+pub(crate) async fn start_lab_with(namespace: &str, crds: &[&str]) -> (Lab, kube::Client) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let crd = std::fs::read_to_string(format!(
-        "{ROOT}/deploy/crds/mysqlfailovergroups.shipstream.io.yaml"
-    ))
-    .expect("deploy/crds");
-    lab.load_crds(&crd).expect("the group CRD");
+    for crd in crds {
+        let text = std::fs::read_to_string(format!("{ROOT}/deploy/crds/{crd}.shipstream.io.yaml"))
+            .expect("deploy/crds");
+        lab.load_crds(&text).unwrap_or_else(|error| panic!("the CRD {crd}: {error}"));
+    }
     let example = std::fs::read_to_string(format!("{ROOT}/deploy/examples/group.yaml"))
         .expect("deploy/examples/group.yaml")
         .replace("namespace: orders", &format!("namespace: {namespace}"))

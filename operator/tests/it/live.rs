@@ -4,7 +4,6 @@
 //! `workloads_for_a_three_site_group` needs no MySQL; `a_three_site_group_converges_…` needs
 //! `source scripts/provision.sh` (BLOODRAVEN_MYSQL*) and fails naming it otherwise.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,13 +11,10 @@ use bloodraven_crd::group::{
     SiteState, SiteStatus, SourceConvergenceReason, SourceConvergenceState,
 };
 use bloodraven_crd::{ConditionType, MysqlFailoverGroup};
-use bloodraven_kubelet::{Kubelet, KubeletConfig};
 use bloodraven_operator::controller::{self, Context};
 use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::accounts::{self, APPLICATION};
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::{Fault, ProxyHub};
-use bloodraven_sites::template::ensure_template_async;
+use bloodraven_sites::proxy::Fault;
 use bloodraven_sites::workload::{self, Workload, WorkloadConfig};
 use bloodraven_workloads::{Resolver, ServiceAddress, ports, primary_service_name};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -26,20 +22,15 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use kube::api::Api;
 use mysql_async::prelude::Queryable;
 
-use super::harness::{self, Operator, start_lab};
+use super::harness::{Operator, start_lab};
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(240);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(250), check).await
-}
+bounded_wait_for!(BOUND, Duration::from_millis(250));
 
 /// Resolves nothing: the workload test dials no MySQL.
 struct Nowhere;
@@ -168,19 +159,9 @@ async fn a_frozen_primary_is_unreachable_and_replaced() {
 }
 
 async fn failover_drill(failure: Failure) {
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let (lab, client) = start_lab(NAMESPACE).await;
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("bro-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let Operator { context, controller } =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
+    let live = LiveLab::start(LiveLabOptions::sites(NAMESPACE)).await;
+    let (kubelet, hub, client) = (&live.kubelet, &live.hub, &live.client);
+    let Operator { context, controller } = live.operator("test");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
 
     // Converged: one writable primary, star replication, activeSite set, Ready.
@@ -195,11 +176,8 @@ async fn failover_drill(failure: Failure) {
     let expected = if first == "iad" { "pdx" } else { "iad" };
 
     // The workload writes through the -primary Service.
-    let primary_addr = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &primary_service_name(GROUP), ports::MYSQL)
-        .expect("the -primary Service resolves");
-    let primary_addr = format!("{}:{}", primary_addr.host, primary_addr.port).parse().unwrap();
+    let primary_addr =
+        live.service_addr(&primary_service_name(GROUP), ports::MYSQL).parse().unwrap();
     let writes = Workload::start(WorkloadConfig::new(primary_addr));
     writes.wait_acknowledged(50, BOUND).await.expect("50 acknowledged writes before the kill");
 
@@ -244,11 +222,7 @@ async fn failover_drill(failure: Failure) {
     primary_link.reset();
     writes.wait_acknowledged(before + 50, BOUND).await.expect("writes resume on the new primary");
     let ledger = writes.stop().await.expect("the workload's ledger");
-    let new_primary = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &format!("mysql-{GROUP}-{second}-internal"), ports::MYSQL)
-        .unwrap();
-    let new_primary = format!("{}:{}", new_primary.host, new_primary.port).parse().unwrap();
+    let new_primary = live.site_addr(GROUP, &second).parse().unwrap();
     let report = workload::verify_at(&ledger, new_primary, &APPLICATION).await.expect("the ledger");
     tracing::warn!(
         ?failure,
@@ -282,11 +256,7 @@ async fn failover_drill(failure: Failure) {
     );
 
     // A writable DisasterRecovery site is fenced on the next poll.
-    let fra = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &format!("mysql-{GROUP}-fra-internal"), ports::MYSQL)
-        .unwrap();
-    let fra = format!("{}:{}", fra.host, fra.port).parse().unwrap();
+    let fra = live.site_addr(GROUP, "fra").parse().unwrap();
     let mut conn =
         mysql_async::Conn::new(accounts::opts(&accounts::OPERATOR, fra, None)).await.unwrap();
     conn.query_drop("SET GLOBAL super_read_only = OFF").await.unwrap();
@@ -308,8 +278,7 @@ async fn failover_drill(failure: Failure) {
 
     controller.abort();
     drop(context);
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,6 +19,7 @@ mod deploy;
 mod dns;
 mod harness;
 mod live;
+mod live_lab;
 mod planned_core;
 mod planned_crash;
 mod planned_props;

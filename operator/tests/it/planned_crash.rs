@@ -5,7 +5,8 @@
 //! ends writable).
 //!
 //! Each point runs its own lab API server, lab kubelet (three real MySQL 9.7 sites) and
-//! operator (planned-failover timings / 10) in its own namespace. The armed
+//! operator (planned-failover timings / 10, but the phase deadlines a restart spans at the
+//! document's values) in its own namespace. The armed
 //! `bloodraven_crashpoint::hit_in` panics inside the group's manager task; the test then stops
 //! that whole operator and starts a fresh one with empty memory, which finds the run from the
 //! API server and MySQL only. Points run two at a time. Needs `source scripts/provision.sh`.
@@ -65,11 +66,21 @@ fn start_operator(
     namespace: &str,
     instance: &str,
 ) -> Operator {
-    let tuning = Tuning {
-        poll_interval: Duration::from_secs(1),
-        planned: Timings::scaled(10),
-        ..Tuning::default()
+    // The sweep proves what a restart keeps, not the phases' deadlines: those a restart spans
+    // (stopping one operator, starting another, its first observation of three sites) keep
+    // the document's values, so a busy machine cannot turn a slow restart into FenceFailed or
+    // SourceLost. The rest stay scaled. The deadlines have drills and decision-core tests.
+    let document = Timings::document();
+    let planned = Timings {
+        fence_deadline: document.fence_deadline,
+        source_loss_window: document.source_loss_window,
+        target_loss_window: document.target_loss_window,
+        promotion_abort: document.promotion_abort,
+        promotion_unconfirmed: document.promotion_unconfirmed,
+        rollback_deadline: document.rollback_deadline,
+        ..Timings::scaled(10)
     };
+    let tuning = Tuning { poll_interval: Duration::from_secs(1), planned, ..Tuning::default() };
     Operator::start(client, Arc::new(kubelet.resolver()), tuning, Some(namespace), instance)
 }
 

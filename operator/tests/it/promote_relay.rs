@@ -15,34 +15,24 @@ use std::time::Duration;
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::group::SiteState;
 use bloodraven_gtid::GtidSet;
-use bloodraven_kubelet::{Kubelet, KubeletConfig};
-use bloodraven_operator::manager::Tuning;
 use bloodraven_sites::accounts::{self, APPLICATION};
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::{Fault, ProxyHub};
-use bloodraven_sites::template::ensure_template_async;
+use bloodraven_sites::proxy::Fault;
 use bloodraven_sites::workload::{self, Workload, WorkloadConfig};
-use bloodraven_workloads::{Resolver, ports, primary_service_name};
+use bloodraven_workloads::{ports, primary_service_name};
 use kube::api::Api;
 use mysql_async::prelude::Queryable;
 
-use super::harness::{self, Operator, start_lab};
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for};
 
 const NAMESPACE: &str = "relay";
-/// The example group's name (`start_lab` renames only its namespace).
+/// The example group's name (the lab renames only its namespace).
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(240);
 /// Transactions the candidate holds received but not applied when the primary dies.
 const BACKLOG: u128 = 25;
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(100), check).await
-}
+bounded_wait_for!(BOUND, Duration::from_millis(100));
 
 fn gtid(text: &str) -> GtidSet {
     text.chars().filter(|c| !c.is_whitespace()).collect::<String>().parse().unwrap()
@@ -65,30 +55,14 @@ async fn received_and_executed(conn: &mut mysql_async::Conn) -> (GtidSet, GtidSe
     (received, gtid(&executed.unwrap_or_default()))
 }
 
-fn internal_address(kubelet: &Kubelet, site: &str) -> std::net::SocketAddr {
-    let address = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
-        .unwrap_or_else(|| panic!("{site}'s internal Service resolves"));
-    format!("{}:{}", address.host, address.port).parse().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_emergency_failover_applies_what_the_candidate_had_received() {
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let (lab, client) = start_lab(NAMESPACE).await;
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brr-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let operator =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
-    let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
+    let live = LiveLab::start(LiveLabOptions::sites(NAMESPACE)).await;
+    let (kubelet, hub) = (&live.kubelet, &live.hub);
+    let operator = live.operator("test");
+    let internal_address =
+        |site: &str| -> std::net::SocketAddr { live.site_addr(GROUP, site).parse().unwrap() };
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(live.client.clone(), NAMESPACE);
 
     let first = wait_for("the group to converge (an active site, writable)", || async {
         let status = groups.get(GROUP).await.ok()?.status?;
@@ -103,17 +77,14 @@ async fn an_emergency_failover_applies_what_the_candidate_had_received() {
     .await;
     let candidate = if first == "iad" { "pdx" } else { "iad" };
 
-    let primary_addr = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &primary_service_name(GROUP), ports::MYSQL)
-        .expect("the -primary Service resolves");
-    let primary_addr = format!("{}:{}", primary_addr.host, primary_addr.port).parse().unwrap();
+    let primary_addr =
+        live.service_addr(&primary_service_name(GROUP), ports::MYSQL).parse().unwrap();
     let writes = Workload::start(WorkloadConfig::new(primary_addr));
     writes.wait_acknowledged(30, BOUND).await.expect("30 acknowledged writes");
 
     // Hold the candidate's applier: it waits at commit for the global read lock while the
     // receiver goes on writing the relay log.
-    let candidate_addr = internal_address(&kubelet, candidate);
+    let candidate_addr = internal_address(candidate);
     let mut lock =
         mysql_async::Conn::new(accounts::opts(&accounts::OPERATOR, candidate_addr, None))
             .await
@@ -148,7 +119,7 @@ async fn an_emergency_failover_applies_what_the_candidate_had_received() {
     })
     .await;
     let (received, executed_at_intent) = received_and_executed(&mut *lock.lock().await).await;
-    let fra_addr = internal_address(&kubelet, "fra");
+    let fra_addr = internal_address("fra");
     let mut fra =
         mysql_async::Conn::new(accounts::opts(&accounts::OPERATOR, fra_addr, None)).await.unwrap();
     let (fra_received, fra_executed) = received_and_executed(&mut fra).await;
@@ -208,6 +179,5 @@ async fn an_emergency_failover_applies_what_the_candidate_had_received() {
         let _ = lock.into_inner().disconnect().await;
     }
     operator.stop().await;
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
 }

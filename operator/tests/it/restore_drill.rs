@@ -11,7 +11,6 @@
 //! setting Draining by hand reclones them from the primary.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,19 +19,13 @@ use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::group::{RestoreInPlacePhase, RestoreReclonesPhase};
 use bloodraven_gtid::GtidSet;
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig, claims::claim_folder};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::accounts::{APPLICATION, OPERATOR};
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use bloodraven_sites::accounts::APPLICATION;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use mysql_async::prelude::Queryable;
 
-use super::harness::{self, Operator};
+use super::live_lab::{
+    LiveLab, LiveLabOptions, bounded_wait_for, checksums, conn, conn_as, read_site, sql,
+};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
@@ -40,65 +33,7 @@ const BACKUP: &str = "nightly-1";
 /// Generous: CI shares 2 cores with other real servers, and a step here may include a CLONE.
 const BOUND: Duration = Duration::from_secs(300);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-fn tool(var: &str) -> String {
-    std::env::var(var)
-        .unwrap_or_else(|_| panic!("{var} is unset: run `source scripts/provision.sh`"))
-}
-
-async fn conn(addr: &str, user: &str, password: &str) -> Option<mysql_async::Conn> {
-    let (host, port) = addr.rsplit_once(':')?;
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port.parse().ok()?)
-        .user(Some(user))
-        .pass(Some(password))
-        .prefer_socket(false);
-    tokio::time::timeout(Duration::from_secs(5), mysql_async::Conn::new(opts)).await.ok()?.ok()
-}
-
-/// A site's executed set and whether its receiver runs.
-async fn read_site(addr: &str) -> Option<(GtidSet, bool)> {
-    let mut conn = conn(addr, OPERATOR.user, OPERATOR.password).await?;
-    let text: String = conn.query_first("SELECT @@global.gtid_executed").await.ok()??;
-    let rows: Vec<mysql_async::Row> = conn.query("SHOW REPLICA STATUS").await.ok()?;
-    let io = rows.first().and_then(|row| row.get::<String, _>("Replica_IO_Running"));
-    let _ = conn.disconnect().await;
-    Some((text.replace('\n', "").parse().ok()?, io.as_deref() == Some("Yes")))
-}
-
-/// `CHECKSUM TABLE` of every table of schema `app`, by name.
-async fn checksums(addr: &str) -> Option<BTreeMap<String, Option<i64>>> {
-    let mut conn = conn(addr, OPERATOR.user, OPERATOR.password).await?;
-    let tables: Vec<String> = conn
-        .query(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'app' \
-             AND table_type = 'BASE TABLE' ORDER BY 1",
-        )
-        .await
-        .ok()?;
-    let mut out = BTreeMap::new();
-    for table in tables {
-        let row: Option<(String, Option<i64>)> =
-            conn.query_first(format!("CHECKSUM TABLE app.`{table}`")).await.ok()?;
-        out.insert(table, row?.1);
-    }
-    let _ = conn.disconnect().await;
-    Some(out)
-}
-
-async fn sql(addr: &str, statement: &str) {
-    let mut conn = conn(addr, OPERATOR.user, OPERATOR.password).await.expect("the site answers");
-    conn.query_drop(statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
-    let _ = conn.disconnect().await;
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 async fn restore_in_place(groups: &Api<MysqlFailoverGroup>, confirm: &str) {
     let body = serde_json::json!({ "spec": { "restoreInPlace": {
@@ -115,79 +50,24 @@ async fn phase(groups: &Api<MysqlFailoverGroup>) -> Option<RestoreInPlacePhase> 
 /// The lab, its kubelet (sites and Jobs), the operator, the group converged, the backup
 /// profile on a claim and a backup of the primary taken into it.
 struct Drill {
-    _lab: Lab,
-    kubelet: Kubelet,
-    client: kube::Client,
+    live: LiveLab,
     groups: Api<MysqlFailoverGroup>,
     controller: tokio::task::JoinHandle<()>,
     primary: String,
     folder: std::path::PathBuf,
     backup_set: GtidSet,
     backup_sums: BTreeMap<String, Option<i64>>,
-    _root: tempfile::TempDir,
-    _job_root: tempfile::TempDir,
-}
-
-fn addr(kubelet: &Kubelet, site: &str) -> String {
-    let address = kubelet
-        .resolver()
-        .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
-        .expect("the site's internal Service resolves");
-    format!("{}:{}", address.host, address.port)
-}
-
-fn start_operator(
-    client: &kube::Client,
-    kubelet: &Kubelet,
-    instance: &str,
-) -> tokio::task::JoinHandle<()> {
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    Operator::start(client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), instance)
-        .controller
 }
 
 async fn setup() -> Drill {
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups.shipstream.io.yaml", "mysqlbackups.shipstream.io.yaml"] {
-        let text = std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}")).unwrap();
-        lab.load_crds(&text).expect("a CRD");
-    }
-    let example =
-        std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml")).unwrap();
-    lab.apply_yaml(&example).expect("the example group");
-    let client = kube::Client::try_from(kube::Config::new(lab.url().parse().unwrap())).unwrap();
-
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brd-").tempdir_in("/tmp").expect("a short root");
-    let job_root = tempfile::Builder::new().prefix("brj-").tempdir_in("/tmp").unwrap();
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let mut executables = BTreeMap::new();
-    executables.insert("bloodraven-sidecar".to_owned(), sidecar.clone());
-    let mut env = BTreeMap::new();
-    for var in ["BLOODRAVEN_MYSQL", "BLOODRAVEN_MYSQLDUMP"] {
-        env.insert(var.to_owned(), tool(var));
-    }
-    config.jobs = Some(JobConfig {
-        root: job_root.path().to_owned(),
-        executables,
-        env,
-        log_filter: "info".to_owned(),
-        retry_delay: Duration::from_secs(1),
-    });
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    // The backup controller reads its Job's completion sentinel from the pod log.
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let controller = start_operator(&client, &kubelet, "test");
+    let live = LiveLab::start(LiveLabOptions {
+        crds: &["mysqlfailovergroups", "mysqlbackups"],
+        job_env: Some(&["BLOODRAVEN_MYSQL", "BLOODRAVEN_MYSQLDUMP"]),
+        ..LiveLabOptions::sites(NAMESPACE)
+    })
+    .await;
+    let controller = live.operator("test").controller;
+    let client = &live.client;
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
 
     let primary = wait_for("the group to converge", || async {
@@ -201,19 +81,10 @@ async fn setup() -> Drill {
         all.then_some(active)
     })
     .await;
-    let p = addr(&kubelet, &primary);
+    let p = live.site_addr(GROUP, &primary);
 
     // The backup profile on a claim, and the claim.
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
-    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": { "name": "backups", "namespace": NAMESPACE },
-        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } },
-    }))
-    .unwrap();
-    let claim = claims.create(&PostParams::default(), &claim).await.unwrap();
-    let folder =
-        claim_folder(root.path(), NAMESPACE, "backups", claim.metadata.uid.as_deref().unwrap());
+    let (_claim, folder) = live.create_backup_claim().await;
     std::fs::create_dir_all(&folder).unwrap();
     let body = serde_json::json!({ "spec": { "backup": { "profiles": [{
         "name": "nightly",
@@ -250,39 +121,17 @@ async fn setup() -> Drill {
         "the backup holds the primary's set"
     );
 
-    Drill {
-        _lab: lab,
-        kubelet,
-        client,
-        groups,
-        controller,
-        primary,
-        folder,
-        backup_set,
-        backup_sums,
-        _root: root,
-        _job_root: job_root,
-    }
+    Drill { live, groups, controller, primary, folder, backup_set, backup_sums }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_place_restore_reclones_every_peer_and_a_job_failing_after_its_drop_holds_the_queue() {
-    let Drill {
-        _lab,
-        kubelet,
-        groups,
-        controller,
-        primary,
-        folder,
-        backup_set,
-        backup_sums,
-        _root,
-        _job_root,
-        ..
-    } = setup().await;
+    let Drill { live, groups, controller, primary, folder, backup_set, backup_sums } =
+        setup().await;
+    let kubelet = &live.kubelet;
     let sites = ["iad", "pdx", "fra"];
-    let p = addr(&kubelet, &primary);
-    let addr = |site: &str| addr(&kubelet, site);
+    let p = live.site_addr(GROUP, &primary);
+    let addr = |site: &str| live.site_addr(GROUP, site);
     // After the backup: rows the restore must take away, and an application writing.
     for i in 0..10 {
         sql(&p, &format!("INSERT INTO app.restored (note) VALUES ('after {i}')")).await;
@@ -295,7 +144,7 @@ async fn in_place_restore_reclones_every_peer_and_a_job_failing_after_its_drop_h
             (stop.clone(), written.clone(), refused.clone(), p.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
-                let ok = match conn(&p, APPLICATION.user, APPLICATION.password).await {
+                let ok = match conn_as(&p, APPLICATION.user, APPLICATION.password).await {
                     Some(mut c) => {
                         let r =
                             c.query_drop("INSERT INTO app.restored (note) VALUES ('app')").await;
@@ -363,12 +212,8 @@ async fn in_place_restore_reclones_every_peer_and_a_job_failing_after_its_drop_h
         })
         .await;
     }
-    let offline: Option<u8> = conn(&p, OPERATOR.user, OPERATOR.password)
-        .await
-        .unwrap()
-        .query_first("SELECT @@global.offline_mode")
-        .await
-        .unwrap();
+    let offline: Option<u8> =
+        conn(&p).await.unwrap().query_first("SELECT @@global.offline_mode").await.unwrap();
     assert_eq!(offline, Some(0), "the fence is released");
     tracing::warn!("drill: restored in {restored_in:?}, every peer recloned by {drained_in:?}");
 
@@ -440,7 +285,7 @@ async fn in_place_restore_reclones_every_peer_and_a_job_failing_after_its_drop_h
         .await;
     }
     controller.abort();
-    drop(kubelet);
+    live.stop().await;
 }
 
 /// A crash at each named point of the restore run (`operator.restore.*`), one restore per
@@ -452,7 +297,7 @@ async fn a_crash_at_each_restore_point_resumes_from_the_records() {
     use bloodraven_crashpoint::{CrashAt, Step};
     let drill = setup().await;
     let groups = &drill.groups;
-    let p = addr(&drill.kubelet, &drill.primary);
+    let p = drill.live.site_addr(GROUP, &drill.primary);
     let scope = format!("{NAMESPACE}/{GROUP}");
     let mut controller = drill.controller;
     let steps: Vec<Step> = Step::ALL
@@ -472,7 +317,7 @@ async fn a_crash_at_each_restore_point_resumes_from_the_records() {
         controller.abort();
         let _ = controller.await;
         bloodraven_crashpoint::disarm(&scope);
-        controller = start_operator(&drill.client, &drill.kubelet, &format!("after-{step}"));
+        controller = drill.live.operator(&format!("after-{step}")).controller;
         let run = wait_for(&format!("{step}: the run to end after the restart"), || async {
             let run = groups.get(GROUP).await.ok()?.status?.restore_in_place?;
             (run.confirm_token_used.as_deref() == Some(confirm.as_str())
@@ -491,6 +336,7 @@ async fn a_crash_at_each_restore_point_resumes_from_the_records() {
         })
         .await;
         let jobs: Vec<String> = drill
+            .live
             .kubelet
             .job_pods(NAMESPACE)
             .values()
@@ -499,7 +345,7 @@ async fn a_crash_at_each_restore_point_resumes_from_the_records() {
             .collect();
         assert_eq!(jobs.len(), 1, "{step}: one Job attempt for the run: {jobs:?}");
         for site in ["iad", "pdx", "fra"] {
-            let a = addr(&drill.kubelet, site);
+            let a = drill.live.site_addr(GROUP, site);
             let (wanted, sums) = (drill.backup_set.clone(), drill.backup_sums.clone());
             wait_for(&format!("{step}: {site} holding the backup's set and checksums"), || {
                 let (a, wanted, sums) = (a.clone(), wanted.clone(), sums.clone());
@@ -510,12 +356,8 @@ async fn a_crash_at_each_restore_point_resumes_from_the_records() {
             })
             .await;
         }
-        let offline: Option<u8> = conn(&p, OPERATOR.user, OPERATOR.password)
-            .await
-            .unwrap()
-            .query_first("SELECT @@global.offline_mode")
-            .await
-            .unwrap();
+        let offline: Option<u8> =
+            conn(&p).await.unwrap().query_first("SELECT @@global.offline_mode").await.unwrap();
         assert_eq!(offline, Some(0), "{step}: the fence is released");
         tracing::warn!("crash sweep: {step} survived");
     }

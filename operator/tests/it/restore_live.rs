@@ -4,69 +4,20 @@
 //! resumes replication; setting it Draining by hand (the console's decision) reclones every
 //! queued site from the primary with CLONE and drains the queue.
 
-use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bloodraven_crd::MysqlFailoverGroup;
-use bloodraven_gtid::GtidSet;
-use bloodraven_kubelet::{Kubelet, KubeletConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::accounts::OPERATOR;
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
-use bloodraven_workloads::{Resolver, ports};
 use kube::api::{Api, Patch, PatchParams};
-use mysql_async::prelude::Queryable;
 
-use super::harness::{self, Operator, start_lab};
+use super::harness::Operator;
+use super::live_lab::{LiveLab, LiveLabOptions, bounded_wait_for, read_site, sql};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
 /// Generous: CI shares 2 cores with other real servers.
 const BOUND: Duration = Duration::from_secs(120);
 
-async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    harness::wait_for(what, BOUND, Duration::from_millis(500), check).await
-}
-
-/// One site's executed set and receiver state, as the operator account sees it.
-async fn read_site(addr: &str) -> Option<(GtidSet, bool)> {
-    let (host, port) = addr.rsplit_once(':')?;
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port.parse().ok()?)
-        .user(Some(OPERATOR.user))
-        .pass(Some(OPERATOR.password))
-        .prefer_socket(false);
-    let mut conn = tokio::time::timeout(Duration::from_secs(5), mysql_async::Conn::new(opts))
-        .await
-        .ok()?
-        .ok()?;
-    let text: String = conn.query_first("SELECT @@global.gtid_executed").await.ok()??;
-    let rows: Vec<mysql_async::Row> = conn.query("SHOW REPLICA STATUS").await.ok()?;
-    let io = rows.first().and_then(|row| row.get::<String, _>("Replica_IO_Running"));
-    let _ = conn.disconnect().await;
-    Some((text.replace('\n', "").parse().ok()?, io.as_deref() == Some("Yes")))
-}
-
-async fn sql(addr: &str, statement: &str) {
-    let (host, port) = addr.rsplit_once(':').unwrap();
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port.parse().unwrap())
-        .user(Some(OPERATOR.user))
-        .pass(Some(OPERATOR.password))
-        .prefer_socket(false);
-    let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-    conn.query_drop(statement).await.unwrap();
-    let _ = conn.disconnect().await;
-}
+bounded_wait_for!(BOUND, Duration::from_millis(500));
 
 async fn patch_queue(groups: &Api<MysqlFailoverGroup>, queue: serde_json::Value) {
     let body = serde_json::json!({ "status": { "restoreReclones": queue } });
@@ -75,27 +26,10 @@ async fn patch_queue(groups: &Api<MysqlFailoverGroup>, queue: serde_json::Value)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_queue_holds_removal_resumes_and_draining_reclones_every_peer() {
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let (_lab, client) = start_lab(NAMESPACE).await;
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brr-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path());
-    config.namespace = Some(NAMESPACE.to_owned());
-    let kubelet = Kubelet::start(client.clone(), dist, template, hub.clone(), config)
-        .await
-        .expect("the kubelet");
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let Operator { context: _context, controller } =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
-    let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
-    let resolver = kubelet.resolver();
-    let addr = |site: &str| {
-        let address = resolver
-            .resolve(NAMESPACE, &format!("mysql-{GROUP}-{site}-internal"), ports::MYSQL)
-            .expect("the site's internal Service resolves");
-        format!("{}:{}", address.host, address.port)
-    };
+    let live = LiveLab::start(LiveLabOptions::sites(NAMESPACE)).await;
+    let Operator { context: _context, controller } = live.operator("test");
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(live.client.clone(), NAMESPACE);
+    let addr = |site: &str| live.site_addr(GROUP, site);
 
     // Converged: a primary, both followers replicating it.
     let primary = wait_for("the group to converge", || async {

@@ -210,26 +210,27 @@ impl ArchiverSettings {
     }
 
     /// The archive key: `ReaderKey::None` for a plaintext archive, else the passphrase file's
-    /// bytes, exactly (an unreadable or empty file is a store init failure, retried).
+    /// bytes, exactly, read by the one reader of key files (`bloodraven_replay::key`, which
+    /// pitr-download and the console use too). An unreadable or empty file is a store init
+    /// failure, retried; the message names the file and, for a missing or unreadable one, why
+    /// that usually is.
     pub fn read_key(&self) -> Result<ReaderKey, String> {
-        let Some(path) = &self.passphrase_file else { return Ok(ReaderKey::None) };
-        let passphrase = std::fs::read(path).map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                "; the profile's passphrase Secret or its key (encryption.passphraseSecretKeyRef) is missing, so nothing is archived until it exists"
-            } else {
-                ""
+        use bloodraven_replay::key::{KeyFileError, reader_key};
+        reader_key(self.passphrase_file.as_deref()).map_err(|error| {
+            let hint = match &error {
+                KeyFileError::Unreadable { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    "; the profile's passphrase Secret or its key (encryption.passphraseSecretKeyRef) is missing, so nothing is archived until it exists"
+                }
+                KeyFileError::Unreadable { source, .. }
+                    if source.kind() == std::io::ErrorKind::PermissionDenied =>
+                {
+                    "; the sidecar's user cannot read the key file: the site pod's securityContext.fsGroup (999) gives it the group's read, check that nothing overrode it"
+                }
+                _ => "",
             };
-            format!("passphrase file {}: {e}{hint}", path.display())
-        })?;
-        if passphrase.is_empty() {
-            return Err(format!(
-                "passphrase file {} is empty; mount the archive key snapshot's passphrase",
-                path.display()
-            ));
-        }
-        Ok(ReaderKey::Passphrase {
-            algorithm: bloodraven_archive::envelope::ALGORITHM.to_owned(),
-            passphrase,
+            format!("{error}{hint}")
         })
     }
 
@@ -464,7 +465,14 @@ mod tests {
         let settings = ArchiverSettings::from_vars(vars(&pairs)).unwrap().unwrap();
         // Missing, then empty: store init failures naming the file (retried, never a panic).
         let missing = settings.read_key().unwrap_err();
-        assert!(missing.starts_with(&format!("passphrase file {}", file.display())), "{missing}");
+        assert!(
+            missing.starts_with(&format!(
+                "cannot read the archive passphrase file {}",
+                file.display()
+            )),
+            "{missing}"
+        );
+        assert!(missing.contains("passphraseSecretKeyRef) is missing"), "{missing}");
         std::fs::write(&file, b"").unwrap();
         assert!(settings.read_key().unwrap_err().contains("is empty"));
         std::fs::write(&file, b"pass phrase\n").unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use super::replay::{ReplayArgs, ReplayOutcome};
+use super::replay::{PlanArgs, ReplayArgs, ReplayOutcome};
 use super::restore::RestoreArgs;
 
 /// The termination message budget when the operator renders none (the document's default).
@@ -20,21 +20,9 @@ pub const DEFAULT_MESSAGE_LIMIT: usize = 3_072;
 pub struct PitrRestoreArgs {
     #[command(flatten)]
     pub restore: RestoreArgs,
-    /// The staging folder pitr-download filled (`plan.json` and the staged rows).
-    #[arg(long = "staging", env = "BLOODRAVEN_PITR_STAGING", default_value = "/pitr-binlogs")]
-    pub staging: PathBuf,
-    /// The source group's namespace and name (the verdict names them).
-    #[arg(long = "source-namespace", env = "BLOODRAVEN_SOURCE_NAMESPACE", default_value = "")]
-    pub source_namespace: String,
-    #[arg(long = "source-name", env = "BLOODRAVEN_SOURCE_NAME", default_value = "")]
-    pub source_name: String,
-    /// The archive's encryption mode (the verdict names it).
-    #[arg(
-        long = "encryption-mode",
-        env = "BLOODRAVEN_PITR_ENCRYPTION_MODE",
-        default_value = "None"
-    )]
-    pub encryption_mode: String,
+    /// The plan and the source it names.
+    #[command(flatten)]
+    pub plan: PlanArgs,
     /// The mysqlbinlog executable.
     #[arg(long = "mysqlbinlog", env = "BLOODRAVEN_MYSQLBINLOG", default_value = "mysqlbinlog")]
     pub mysqlbinlog: PathBuf,
@@ -66,11 +54,8 @@ pub async fn run(args: PitrRestoreArgs) -> anyhow::Result<ReplayOutcome> {
         "backup loaded; replaying the plan"
     );
     let outcome = super::replay::run(ReplayArgs {
-        staging: args.staging.clone(),
+        plan: args.plan.clone(),
         target_local: String::new(),
-        source_namespace: args.source_namespace.clone(),
-        source_name: args.source_name.clone(),
-        encryption_mode: args.encryption_mode.clone(),
         mysql_host: restore.mysql_host,
         mysql_port: restore.mysql_port,
         mysql_creds_dir: restore.mysql_creds_dir,

@@ -18,15 +18,13 @@ use bloodraven_replay::replay::{Tools, replay};
 use super::client::Target;
 use super::creds;
 
-/// `replay`'s settings.
+/// The staged plan and the source group the verdict names: shared by `replay` and
+/// `pitr-restore`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ReplayArgs {
+pub struct PlanArgs {
     /// The staging folder pitr-download filled (`plan.json` and the staged rows).
     #[arg(long = "staging", env = "BLOODRAVEN_PITR_STAGING", default_value = "/pitr-binlogs")]
     pub staging: PathBuf,
-    /// The target's own transactions beyond the backup (R2; empty for a fresh load).
-    #[arg(long = "target-local", env = "BLOODRAVEN_PITR_TARGET_LOCAL", default_value = "")]
-    pub target_local: String,
     /// The source group's namespace and name (the verdict names them).
     #[arg(long = "source-namespace", env = "BLOODRAVEN_SOURCE_NAMESPACE", default_value = "")]
     pub source_namespace: String,
@@ -39,6 +37,17 @@ pub struct ReplayArgs {
         default_value = "None"
     )]
     pub encryption_mode: String,
+}
+
+/// `replay`'s settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// The plan and the source it names.
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// The target's own transactions beyond the backup (R2; empty for a fresh load).
+    #[arg(long = "target-local", env = "BLOODRAVEN_PITR_TARGET_LOCAL", default_value = "")]
+    pub target_local: String,
     /// The target's host.
     #[arg(long = "mysql-host", env = "MYSQL_HOST", default_value = "127.0.0.1")]
     pub mysql_host: String,
@@ -64,7 +73,7 @@ pub struct ReplayOutcome {
 
 /// Runs the replay; a failure is `BLOODRAVEN_PITR_FAILED: …` or `PITRReplayMismatch: …`.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ReplayOutcome> {
-    let path = args.staging.join("plan.json");
+    let path = args.plan.staging.join("plan.json");
     let text = std::fs::read(&path)
         .with_context(|| format!("cannot read {}; did pitr-download plan?", path.display()))?;
     let file: PlanFile = serde_json::from_slice(&text)
@@ -85,7 +94,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ReplayOutcome> {
         .plan
         .segments
         .iter()
-        .map(|segment| (segment.key.clone(), args.staging.join(&segment.key)))
+        .map(|segment| (segment.key.clone(), args.plan.staging.join(&segment.key)))
         .collect();
     let mut lines = vec![target_local_line(&local)];
     if !file.plan.excluded_divergent.is_empty() {
@@ -96,10 +105,10 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ReplayOutcome> {
     lines.push(result_line(&replayed.executed));
     let source = VerdictSource {
         archive: file.archive_id.clone(),
-        encryption_mode: args.encryption_mode.clone(),
+        encryption_mode: args.plan.encryption_mode.clone(),
         source_uid: file.source_uid.clone(),
-        source_namespace: args.source_namespace.clone(),
-        source_name: args.source_name.clone(),
+        source_namespace: args.plan.source_namespace.clone(),
+        source_name: args.plan.source_name.clone(),
     };
     lines.push(verdict_line(&file.plan, file.stop, &source, &replayed.executed));
     Ok(ReplayOutcome { executed: replayed.executed, lines })

@@ -13,7 +13,7 @@ use bloodraven_archive::{Destination, SourceRef};
 use bloodraven_sidecar::jobs::backup::{self, BackupArgs};
 use bloodraven_sidecar::jobs::dump_meta::{self, DumpMetaArgs};
 use bloodraven_sidecar::jobs::pitr_download::{self, PitrDownloadArgs};
-use bloodraven_sidecar::jobs::replay::{self, ReplayArgs};
+use bloodraven_sidecar::jobs::replay::{self, PlanArgs, ReplayArgs};
 use bloodraven_sidecar::jobs::restore::{self, RestoreArgs};
 use bloodraven_sidecar::jobs::storage::StorageArgs;
 use bloodraven_sites::accounts::BACKUP;
@@ -216,11 +216,13 @@ async fn dump_meta_pitr_download_restore_and_replay_reach_the_target() {
         .await
         .unwrap_or_else(|e| panic!("restore: {e:#}"));
         let replayed = replay::run(ReplayArgs {
-            staging: staging.clone(),
+            plan: PlanArgs {
+                staging: staging.clone(),
+                source_namespace: "prod".into(),
+                source_name: "orders".into(),
+                encryption_mode: "None".into(),
+            },
             target_local: String::new(),
-            source_namespace: "prod".into(),
-            source_name: "orders".into(),
-            encryption_mode: "None".into(),
             mysql_host: "127.0.0.1".into(),
             mysql_port: restored.port(),
             mysql_creds_dir: Some(restore_creds.path().to_owned()),

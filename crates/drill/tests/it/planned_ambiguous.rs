@@ -30,7 +30,7 @@ use mysql_async::prelude::Queryable as _;
 
 use crate::planned::Scaled;
 use crate::planned_status::{
-    DRILL, START, WAIT, annotate, group, has_event, rpo_zero_on, settled_on, text,
+    DRILL, START, WAIT, annotate, group, rpo_zero_on, settled_on, text, wait_event,
 };
 use crate::sidecar::wait_for;
 
@@ -186,7 +186,7 @@ async fn drill(fencing: Ambiguity, promoting: Ambiguity, unapplied_first: bool) 
         let group = live.group_object().unwrap();
         assert_eq!(text(&group, "/status/activeSite").as_deref(), Some("pdx"));
         assert_eq!(text(&group, "/status/lastFailover/target").as_deref(), Some("pdx"));
-        assert!(has_event(&live, "PlannedFailoverSucceeded"));
+        wait_event(&live, "PlannedFailoverSucceeded").await;
         let expected_500 = [fencing, promoting]
             .iter()
             .filter(|how| matches!(how, Ambiguity::AppliedThen5xx))

@@ -108,6 +108,15 @@ pub(crate) fn has_event(live: &LiveLab, reason: &str) -> bool {
     live.group_events().iter().any(|event| event["reason"] == reason)
 }
 
+/// Waits for the group's Event `reason`: the operator records an Event after the status
+/// write it reports, so a test that saw the status may not see the Event yet.
+pub(crate) async fn wait_event(live: &LiveLab, reason: &str) {
+    wait_for(&format!("the {reason} Event on the group"), WAIT, async || {
+        has_event(live, reason).then_some(())
+    })
+    .await;
+}
+
 /// The status patches of the group the lab refused with 403 so far.
 fn refused_status_writes(live: &LiveLab) -> usize {
     live.lab()
@@ -271,7 +280,7 @@ async fn planned_failover_with_status_writes_refused_resumes_once_the_api_answer
         let group = live.group_object().unwrap();
         assert_eq!(text(&group, "/status/activeSite").as_deref(), Some("pdx"));
         assert_eq!(text(&group, "/status/lastFailover/target").as_deref(), Some("pdx"));
-        assert!(has_event(&live, "PlannedFailoverSucceeded"));
+        wait_event(&live, "PlannedFailoverSucceeded").await;
         assert!(!has_event(&live, "PlannedFailoverStatusStalled"));
         wait_for(
             "planned-failover-stall-since removed once a status write committed",
@@ -317,7 +326,7 @@ async fn planned_failover_with_status_writes_refused_past_the_stall_window_ends_
             marker["warnings"].as_array().is_some_and(|w| w.iter().any(|w| w == "StatusStalled")),
             "{marker}"
         );
-        assert!(has_event(&live, "PlannedFailoverStatusStalled"));
+        wait_event(&live, "PlannedFailoverStatusStalled").await;
         assert!(replicating(&live, "pdx").await, "pdx never lost its channel");
         assert_eq!(
             text(&live.group_object().unwrap(), "/status/plannedFailover/phase").as_deref(),

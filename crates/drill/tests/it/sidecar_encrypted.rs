@@ -1,6 +1,6 @@
 //! The encrypted PITR archive in the live lab (issue 18): the group's archive profile encrypts
 //! (`encryption.passphraseSecretKeyRef`), the operator renders the passphrase Secret as the
-//! sidecar's key file (volume `pitr-key`, mode 0400, `BLOODRAVEN_PITR_PASSPHRASE_FILE`) and the
+//! sidecar's key file (volume `pitr-key`, mode 0440, group the pod's fsGroup, `BLOODRAVEN_PITR_PASSPHRASE_FILE`) and the
 //! lab kubelet projects it into the pod's folder. First without the Secret: mysqld runs, the
 //! sidecars build no store and upload nothing (`storeReady: false`, the missing key named), and
 //! the operator reports `PITRArchiveReady=False/ArchiveStoreInitFailed`. Then the Secret is
@@ -163,7 +163,10 @@ async fn an_encrypted_archive_waits_for_its_key_then_holds_no_plaintext_and_open
             )
             .await;
             let error = status["lastError"].as_str().unwrap_or_default();
-            assert!(error.starts_with("archive store init: passphrase file"), "{site}: {status}");
+            assert!(
+                error.starts_with("archive store init: cannot read the archive passphrase file"),
+                "{site}: {status}"
+            );
             assert!(error.contains("passphraseSecretKeyRef) is missing"), "{site}: {status}");
         }
         let (_, reason, message) = wait_for(

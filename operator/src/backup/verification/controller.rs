@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
@@ -221,17 +221,8 @@ async fn publish(
     reason: &str,
     note: String,
 ) {
-    let reference = verification.object_ref(&());
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: reason.to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = context.shared.recorder.publish(&event, &reference).await {
-        tracing::debug!(%error, "event not recorded");
-    }
+    let regarding = verification.object_ref(&());
+    crate::events::record(&context.shared.recorder, &regarding, type_, reason, note).await;
 }
 
 /// One reconcile: [`reconcile_one`], then the Event of the phase it reached.

@@ -5,7 +5,6 @@
 //! cloned from the seed in the background ([`clones`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::MysqlBackup;
@@ -20,7 +19,6 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Recorder;
-use mysql_async::prelude::Queryable;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -28,13 +26,9 @@ use super::job::{BootstrapJobInput, build};
 use super::pitr::Expected;
 use super::plan::{Decision, JobState, Rollout, View, decide, default_seed, job_name, record};
 use crate::observe::Account;
-use crate::restore::clone::{Donor, Endpoint, clone_from};
+use crate::restore::clone::reclone_site;
 use crate::restore::queue_io::publish;
 
-/// A clone that has not finished in this long is given up (and retried).
-pub const CLONE_BOUND: Duration = Duration::from_secs(6 * 3_600);
-/// After its clone, a site must answer again within this long.
-pub const RESTART_BOUND: Duration = Duration::from_secs(600);
 /// A failed clone is retried this long after its failure.
 pub const RETRY_AFTER: SignedDuration = SignedDuration::from_mins(1);
 
@@ -453,80 +447,13 @@ pub async fn clones(
     }
 }
 
-/// The clone of one site: the donor's executed set first, the clone, then the recipient must
-/// answer again holding at least that set.
+/// The clone of one site ([`reclone_site`]), its error as the bootstrap records it.
 async fn clone_site(
     recipient: (String, u16),
     donor: (String, u16),
     account: Account,
 ) -> Result<(), String> {
-    let endpoint = |address: &(String, u16)| (address.0.clone(), address.1);
-    let (recipient_host, recipient_port) = endpoint(&recipient);
-    let (donor_host, donor_port) = endpoint(&donor);
-    let recipient_endpoint = Endpoint {
-        host: &recipient_host,
-        port: recipient_port,
-        user: &account.user,
-        password: &account.password,
-    };
-    let donor_endpoint = Endpoint {
-        host: &donor_host,
-        port: donor_port,
-        user: &account.user,
-        password: &account.password,
-    };
-    let donor_set = read_gtid(&donor_endpoint).await?;
-    let donor_spec = Donor {
-        host: &donor_host,
-        port: donor_port,
-        user: &account.user,
-        password: &account.password,
-    };
-    let cloned = clone_from(&recipient_endpoint, &donor_spec, &donor_endpoint, CLONE_BOUND)
+    reclone_site(&recipient, &donor, &account.user, &account.password)
         .await
-        .map_err(|e| e.to_string())?;
-    tracing::info!(?cloned, "bootstrap clone done; waiting for the recipient to answer");
-    let deadline = tokio::time::Instant::now() + RESTART_BOUND;
-    loop {
-        match read_gtid(&recipient_endpoint).await {
-            Ok(set) if donor_set.is_subset(&set) => return Ok(()),
-            Ok(set) => {
-                return Err(format!(
-                    "after the clone the recipient holds {set}, not the donor's {donor_set}"
-                ));
-            }
-            Err(_) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(error) => {
-                return Err(format!(
-                    "the recipient did not answer within {RESTART_BOUND:?} after its clone: {error}"
-                ));
-            }
-        }
-    }
-}
-
-async fn read_gtid(endpoint: &Endpoint<'_>) -> Result<bloodraven_gtid::GtidSet, String> {
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(endpoint.host)
-        .tcp_port(endpoint.port)
-        .user(Some(endpoint.user))
-        .pass(Some(endpoint.password))
-        .prefer_socket(false);
-    let bound = Duration::from_secs(10);
-    let mut conn = tokio::time::timeout(bound, mysql_async::Conn::new(opts))
-        .await
-        .map_err(|_| format!("connecting to {}:{} timed out", endpoint.host, endpoint.port))?
-        .map_err(|e| format!("connecting to {}:{}: {e}", endpoint.host, endpoint.port))?;
-    let text: Option<String> =
-        tokio::time::timeout(bound, conn.query_first("SELECT @@global.gtid_executed"))
-            .await
-            .map_err(|_| "reading gtid_executed timed out".to_owned())?
-            .map_err(|e| format!("reading gtid_executed: {e}"))?;
-    let _ = conn.disconnect().await;
-    text.unwrap_or_default()
-        .replace('\n', "")
-        .parse()
-        .map_err(|e: bloodraven_gtid::GtidError| format!("gtid_executed is not a GTID set: {e}"))
+        .map_err(|error| error.to_string())
 }
