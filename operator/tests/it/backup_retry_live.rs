@@ -12,8 +12,6 @@
 //! `lastBackupTime` name it.
 
 use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bloodraven_backup::names;
@@ -22,19 +20,14 @@ use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::condition::{ConditionStatus, ConditionType};
 use bloodraven_crd::group::BackupScheduleStatus;
 use bloodraven_kubelet::cronjob::CronConfig;
-use bloodraven_kubelet::{JobConfig, Kubelet, KubeletConfig, SidecarConfig};
-use bloodraven_lab::{Lab, LabConfig};
-use bloodraven_operator::manager::Tuning;
-use bloodraven_sites::mysqld::MysqlDist;
-use bloodraven_sites::proxy::ProxyHub;
-use bloodraven_sites::template::ensure_template_async;
+use bloodraven_lab::Lab;
 use bloodraven_store::testing::{ACCESS_KEY, SECRET_KEY, SeaweedFs};
 use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::harness::Operator;
+use super::live_lab::{LiveLab, LiveLabOptions};
 
 const NAMESPACE: &str = "orders";
 const GROUP: &str = "orders";
@@ -61,12 +54,6 @@ where
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-}
-
-fn tool(var: &str) -> PathBuf {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{var} is unset: run `source scripts/provision.sh` first"))
 }
 
 /// The Events about `kind` `name`: (reason, note).
@@ -139,36 +126,21 @@ async fn assert_reported_failed(lab: &Lab, backup: &MysqlBackup) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fixed() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
-    let sidecar = SidecarConfig::locate()
-        .expect("the sidecar binary: run `cargo build -p bloodraven-sidecar` first");
     let weed = SeaweedFs::start().unwrap_or_else(|error| panic!("SeaweedFS: {error}"));
     let _bucket = weed.bucket_store("backups", "").await.unwrap_or_else(|error| panic!("{error}"));
-    let lab = Lab::start(LabConfig::default()).await.expect("the lab API server");
-    let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    for crd in ["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"] {
-        let text =
-            std::fs::read_to_string(format!("{root_dir}/deploy/crds/{crd}.shipstream.io.yaml"))
-                .expect("deploy/crds");
-        lab.load_crds(&text).expect("the CRD");
-    }
-    let example = std::fs::read_to_string(format!("{root_dir}/deploy/examples/group.yaml"))
-        .expect("deploy/examples/group.yaml");
-    lab.apply_yaml(&example).expect("the example group");
-    let url = lab.url().parse().expect("the lab's URL");
-    let client = kube::Client::try_from(kube::Config::new(url)).expect("a client of the lab");
+    let live = LiveLab::start(LiveLabOptions {
+        namespace: NAMESPACE,
+        crds: &["mysqlfailovergroups", "mysqlbackups", "mysqlbackupverifications"],
+        job_env: Some(&["BLOODRAVEN_MYSQLDUMP"]),
+        // Three cron minutes per real minute: `* * * * *` fires every 20 s.
+        cronjobs: Some(CronConfig::new().speedup(3)),
+    })
+    .await;
+    let (lab, client) = (&live.lab, live.client.clone());
 
     // The keys are wrong: SeaweedFS refuses every request (403), so each backup fails.
-    let post = PostParams::default();
+    live.create_s3_keys(ACCESS_KEY, "not-the-key").await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-    let wrong: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "s3-keys" },
-        "stringData": { "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": "not-the-key" },
-    }))
-    .unwrap();
-    secrets.create(&post, &wrong).await.expect("the S3 keys");
     let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NAMESPACE);
     let profiles = json!({ "spec": { "backup": {
         "retry": { "maxAttempts": 2, "initialBackoff": "15s", "maxBackoff": "15s" },
@@ -182,26 +154,7 @@ async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fi
         .patch(GROUP, &PatchParams::default(), &Patch::Merge(&profiles))
         .await
         .expect("the backup profile and retry policy");
-
-    let template = ensure_template_async(&dist).await.expect("the template data directory");
-    let root = tempfile::Builder::new().prefix("brr-").tempdir_in("/tmp").expect("a short root");
-    let hub = Arc::new(ProxyHub::current().expect("a tokio runtime"));
-    let mut config = KubeletConfig::new(root.path().join("c"));
-    config.namespace = Some(NAMESPACE.to_owned());
-    config.jobs = Some(
-        JobConfig::new(root.path().join("jobs"))
-            .executable("bloodraven-sidecar", &sidecar)
-            .env("BLOODRAVEN_MYSQLDUMP", tool("BLOODRAVEN_MYSQLDUMP").display().to_string()),
-    );
-    // Three cron minutes per real minute: `* * * * *` fires every 20 s.
-    config.cronjobs = Some(CronConfig::new().speedup(3));
-    let kubelet = Kubelet::start(client.clone(), dist.clone(), template.clone(), hub, config)
-        .await
-        .expect("the kubelet");
-    lab.set_pod_logs(Arc::new(kubelet.log_source()));
-    let tuning = Tuning { poll_interval: Duration::from_secs(1), ..Tuning::default() };
-    let operator =
-        Operator::start(&client, Arc::new(kubelet.resolver()), tuning, Some(NAMESPACE), "test");
+    let operator = live.operator("test");
 
     wait_for("the group to converge", || async {
         let status = groups.get(GROUP).await.map_err(|e| e.to_string())?.status;
@@ -260,7 +213,7 @@ async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fi
     })
     .await;
     let first = terminal(&backups, &first_name).await;
-    assert_reported_failed(&lab, &first).await;
+    assert_reported_failed(lab, &first).await;
     let first_uid = first.metadata.uid.clone().expect("a UID");
     let reported = wait_for("the rollup to report the failed run", || async {
         let entry = rollup(&groups).await?;
@@ -298,8 +251,8 @@ async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fi
         Some(&first_name),
         "{annotations:?}"
     );
-    assert_reported_failed(&lab, &second).await;
-    let scheduled = events(&lab, "MysqlFailoverGroup", GROUP);
+    assert_reported_failed(lab, &second).await;
+    let scheduled = events(lab, "MysqlFailoverGroup", GROUP);
     assert!(
         scheduled
             .iter()
@@ -324,7 +277,7 @@ async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fi
     let second_uid = second.metadata.uid.clone().expect("a UID");
     let third_name = names::retry_name(&second_uid, 3);
     assert!(backups.get_opt(&third_name).await.expect("a read").is_none(), "{third_name} exists");
-    let retries: Vec<_> = events(&lab, "MysqlFailoverGroup", GROUP)
+    let retries: Vec<_> = events(lab, "MysqlFailoverGroup", GROUP)
         .into_iter()
         .filter(|(reason, _)| reason == "BackupRetryScheduled")
         .collect();
@@ -362,11 +315,10 @@ async fn a_failed_scheduled_backup_retries_reports_exhausts_and_succeeds_once_fi
     assert_eq!(recovered.next_retry_time, None);
     let status = groups.get_status(GROUP).await.expect("the group").status.expect("a status");
     assert_eq!(status.last_backup_time.map(|t| t.0), Some(succeeded_at.0));
-    let succeeded = events(&lab, "MysqlBackup", &third_name);
+    let succeeded = events(lab, "MysqlBackup", &third_name);
     assert!(succeeded.iter().any(|(reason, _)| reason == "BackupSucceeded"), "{succeeded:?}");
 
     operator.stop().await;
-    kubelet.shutdown().await;
-    lab.stop().await.expect("the lab stops");
+    live.stop().await;
     drop(weed);
 }
