@@ -67,7 +67,7 @@ fn condition(job: &Job, type_: &str) -> Option<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_run_as_processes_and_report_complete_backoff_and_deadline() {
-    let World { lab, kubelet, client, .. } = support::start(NAMESPACE, "brj-", |root| {
+    let World { lab, kubelet, client, _root, .. } = support::start(NAMESPACE, "brj-", |root| {
         let mut config = KubeletConfig::new(root.join("claims"));
         config.jobs = Some(JobConfig::new(root.join("jobs")).executable("sh", "/bin/sh"));
         config
