@@ -125,11 +125,8 @@ pub fn encrypt_archive(group: &mut MysqlFailoverGroup) -> String {
 
 /// A fresh passphrase: 32 bytes from the kernel, as 64 hexadecimal characters.
 fn new_passphrase() -> anyhow::Result<String> {
-    use std::io::Read as _;
     let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut bytes))
-        .context("drawing the archive passphrase from /dev/urandom")?;
+    bloodraven_store::random::fill(&mut bytes).context("drawing the archive passphrase")?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 

@@ -25,7 +25,7 @@ pub mod s3;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
-mod random;
+pub mod random;
 
 use std::future::Future;
 use std::ops::Range;

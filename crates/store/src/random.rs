@@ -1,15 +1,22 @@
-//! Random names (probe keys, temporary files) from the kernel's `getrandom(2)`.
+//! Random bytes from the kernel's `getrandom(2)`: the one source for the workspace's random
+//! names (probe keys, temporary files), envelope salts and generated secrets.
 
 use std::fmt::Write as _;
 
-/// 16 lowercase hex digits from 8 random bytes.
-pub(crate) fn random_hex16() -> std::io::Result<String> {
-    let mut bytes = [0u8; 8];
+/// Fills `bytes` from `getrandom(2)` (a short read is continued).
+pub fn fill(bytes: &mut [u8]) -> std::io::Result<()> {
     let mut filled = 0;
     while filled < bytes.len() {
         filled +=
             rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
     }
+    Ok(())
+}
+
+/// 16 lowercase hex digits from 8 random bytes.
+pub(crate) fn random_hex16() -> std::io::Result<String> {
+    let mut bytes = [0u8; 8];
+    fill(&mut bytes)?;
     Ok(hex16(u64::from_be_bytes(bytes)))
 }
 

@@ -75,11 +75,7 @@ pub enum ScanError {
 /// A fresh salt and nonce prefix for one envelope, from `getrandom(2)`.
 fn kernel_random() -> std::io::Result<SealRandom> {
     let mut bytes = [0u8; SealRandom::LEN];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        filled +=
-            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
-    }
+    bloodraven_store::random::fill(&mut bytes)?;
     Ok(SealRandom::from_bytes(bytes))
 }
 

@@ -3,7 +3,6 @@
 //! the load. The server is SIGKILLed and its folder removed when [`Scratch`] drops: nothing of
 //! it outlives the step.
 
-use std::io::Read as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -65,9 +64,8 @@ fn free_port() -> anyhow::Result<u16> {
 
 fn random_password() -> anyhow::Result<String> {
     let mut bytes = [0u8; 18];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut file| file.read_exact(&mut bytes))
-        .context("cannot read /dev/urandom for the scratch account's password")?;
+    bloodraven_store::random::fill(&mut bytes)
+        .context("cannot draw random bytes for the scratch account's password")?;
     Ok(data_encoding::HEXLOWER.encode(&bytes))
 }
 
