@@ -21,7 +21,7 @@ pub use crate::plan::{
     shorten,
 };
 pub use crate::refusal::{Check, OrderRow, REFUSAL_ORDER, Refusal, Token, first_refusal, step_of};
-pub use crate::request::{BackupMeta, MAX_EXCLUDE_BYTES, Mode, Request, Stamp};
+pub use crate::request::{BackupMeta, MAX_EXCLUDE_BYTES, Mode, Request, Stamp, check_request};
 pub use crate::window::{
     Answer, CANDIDATE_OFFSETS, Piece, Timeline, Window, answer, candidates, timeline,
 };

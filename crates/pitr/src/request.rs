@@ -91,6 +91,12 @@ impl BackupMeta {
     }
 }
 
+/// Step 1 alone, for a caller that refuses before any Job (a verification's PITRTargetInvalid):
+/// the request's mode, or its refusal.
+pub fn check_request(request: &Request) -> Result<Mode, Refusal> {
+    parse(request).map(|(mode, _)| mode)
+}
+
 /// Step 1: parses the request.
 pub(crate) fn parse(request: &Request) -> Result<(Mode, GtidSet), Refusal> {
     let mode = match &request.target {

@@ -151,6 +151,21 @@ impl Pass<'_> {
             return;
         };
         self.source_lost(true);
+        // Step 4 holds for a source that answers again read-only too: a source lost for the
+        // loss window "is left fenced with no unfence retries" (a mysqld restarted fenced
+        // within the rollback is no reason to unfence it; only a source that already answers
+        // writable ends RolledBack, step 2).
+        if reason == Reason::SourceLost {
+            if target_channel_gone {
+                self.warn(Warning::TargetReplicationNotRestored);
+            }
+            let message = format!(
+                "source {source:?} was lost for {} and answers again read-only; left fenced with no unfence (emergency failover decides)",
+                self.t.source_loss_window
+            );
+            self.end(Outcome::SourceLeftFenced, Some(Reason::SourceLost), message);
+            return;
+        }
 
         // 5. A fence that cannot be attributed to the run is not cleared.
         if !self.fence_attributable(source_reading.server_uuid.as_deref()) {

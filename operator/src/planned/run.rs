@@ -465,7 +465,7 @@ impl Pass<'_> {
             next.promotion = Some(Promotion {
                 state: Some(PromotionState::Intended),
                 intent_time: Some(self.now_time()),
-                target_server_uuid: Some(uuid.clone()),
+                target_server_uuid: Some(uuid),
                 warnings: self.warnings(),
                 ..Promotion::default()
             });
@@ -479,8 +479,10 @@ impl Pass<'_> {
                 target_site: target.clone(),
                 seconds: self.now.duration_since(start).as_secs_f64(),
             });
+            // The intent is durable first; the pre-write gate then runs on the next pass, on
+            // readings taken after it committed (the write ends the manager's poll, so the next
+            // pass observes every site again), and only that pass sends the promotion.
             self.write(next);
-            self.decision.effects.push(Effect::Promote { site: target, server_uuid: uuid });
             return;
         }
         let max_lag_wait =

@@ -52,6 +52,30 @@ impl RestoreGuards {
     }
 }
 
+/// Whether an in-place restore holds the sites: a run in Fencing, Restoring or Resuming, or
+/// its queue still Armed (settlement pending). A run waiting in Preflight fenced nothing and
+/// holds nothing; a Held or Draining queue holds only its queued sites (they await their
+/// reclone). What a planned failover's admission reads as ConcurrentOperation.
+pub fn in_place_in_progress(status: &MysqlFailoverGroupStatus) -> bool {
+    let running = matches!(
+        status.restore_in_place.as_ref().and_then(|run| run.phase.as_ref()),
+        Some(
+            RestoreInPlacePhase::Fencing
+                | RestoreInPlacePhase::Restoring
+                | RestoreInPlacePhase::Resuming
+        )
+    );
+    let armed = status.restore_reclones.as_ref().and_then(|queue| queue.phase.as_ref())
+        == Some(&RestoreReclonesPhase::Armed);
+    running || armed
+}
+
+/// Whether `site` awaits its post-restore reclone (it is in `status.restoreReclones.pending`,
+/// whatever the queue's phase).
+pub fn awaits_reclone(status: &MysqlFailoverGroupStatus, site: &str) -> bool {
+    status.restore_reclones.as_ref().is_some_and(|queue| queue.pending.iter().any(|s| s == site))
+}
+
 /// The guards `status` imposes.
 pub fn guards(status: &MysqlFailoverGroupStatus) -> RestoreGuards {
     let run = status.restore_in_place.as_ref();

@@ -33,3 +33,4 @@ mod restore_live;
 mod restore_plan;
 mod restore_run;
 mod topology_plan;
+mod verification_pitr;

@@ -921,3 +921,37 @@ fn a_committed_status_write_removes_the_stall_since_annotation() {
     );
     assert_eq!(ended(world), (Outcome::Succeeded, None));
 }
+
+#[test]
+fn a_lost_source_that_answers_again_read_only_is_left_fenced_without_an_unfence() {
+    // The lab kubelet restarts a SIGKILLed mysqld fenced within a second: the rollback finds
+    // the same server read-only again. "A source lost for 10 seconds (SourceLost) is left
+    // fenced with no unfence retries" (Rollback, step 4) holds for it too.
+    let mut world = at(Phase::WaitingForLag, |w| {
+        w.site("pdx").channel = Some(("iad".to_owned(), false));
+        w.site("iad").up = false;
+    });
+    world.run_until_phase(Phase::RollingBack);
+    world.site("iad").up = true;
+    let (mut world, ended) = end(world);
+    assert_eq!(ended, (Outcome::SourceLeftFenced, Some(Reason::SourceLost)));
+    let iad = world.site("iad");
+    assert!(iad.super_read_only && iad.read_only, "the restarted source stays fenced");
+}
+
+#[test]
+fn the_pre_write_gate_runs_on_readings_taken_after_the_intent() {
+    // A DisasterRecovery peer lost in the poll that finds the target caught up: the catch-up
+    // pass records the intent and sends nothing; the gate then finds fra unreadable and the
+    // run rolls back before any write to pdx.
+    let mut world = happy();
+    world.lagging.insert("pdx".to_owned());
+    world.run_until_phase(Phase::WaitingForLag);
+    world.lagging.remove("pdx");
+    world.site("fra").up = false;
+    let (mut world, ended) = end(world);
+    assert_eq!(ended, (Outcome::RolledBack, Some(Reason::PeerUnreadable)));
+    assert!(world.site("pdx").super_read_only, "nothing was written to pdx");
+    let iad = world.site("iad");
+    assert!(!iad.super_read_only && !iad.read_only, "iad unfenced");
+}

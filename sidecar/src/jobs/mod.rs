@@ -16,7 +16,7 @@
 //! | [`pitr_restore`] | `pitr-restore`: the PITR restore Job's main container: the load, then the replay; the verdict as termination message |
 //! | [`cleanup`] | `artifact-cleanup`: delete exactly the recorded artifact, report `BLOODRAVEN_CLEANUP_*` |
 //! | [`schedule`] | `scheduled-backup`: a backup schedule's CronJob run (the operator turns it into a MysqlBackup) |
-//! | [`verify`] | `verify`: a MysqlBackupVerification's proof: metadata, chunks, a scratch load, checksums |
+//! | [`verify`] | `verify`: a MysqlBackupVerification's proof: metadata, chunks, a scratch load, with `pointInTime` the staged plan replayed into it, checksums |
 //! | [`scratch`] | the verification's throwaway `mysqld` (initialised, loopback only, killed on drop) |
 
 pub mod backup;

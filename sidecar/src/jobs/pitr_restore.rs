@@ -94,7 +94,8 @@ pub fn termination_message(lines: &[String], limit: usize) -> anyhow::Result<Str
     Ok(alone)
 }
 
-fn write_termination(path: &Path, message: &str) -> anyhow::Result<()> {
+/// Writes the termination message (an empty path: nowhere).
+pub fn write_termination(path: &Path, message: &str) -> anyhow::Result<()> {
     if path.as_os_str().is_empty() {
         return Ok(());
     }

@@ -9,6 +9,15 @@
 //! `BLOODRAVEN_VERIFY_TABLE schema.table checksum=<n>` line per table), or
 //! `BLOODRAVEN_VERIFY_FAILED <Token>: <message>`. The operator certifies a verification only
 //! from the COMPLETE line of a Job that succeeded.
+//!
+//! With `pointInTime` (mode Timestamp or Latest, `BLOODRAVEN_VERIFY_POINT_IN_TIME=true`, after
+//! the Job's `dump-meta` and `pitr-download` init containers staged the plan), the staged plan
+//! is replayed into the scratch server after the load, exactly as `pitr-restore` replays it
+//! ([`super::replay`]: every segment, then `gtid_executed` proved equal to the plan's certified
+//! set), before the checksums; the replay's `BLOODRAVEN_PITR_*` lines precede the table lines,
+//! and the result line and the verdict are written as the container's termination message
+//! ([`super::pitr_restore::termination_message`]), its last action. A replay failure is
+//! `PITRReplayFailed` (`BLOODRAVEN_PITR_FAILED: …`) or `PITRReplayMismatch`.
 
 use std::path::PathBuf;
 
@@ -18,6 +27,8 @@ use mysql_async::prelude::Queryable as _;
 use tracing::info;
 
 use super::dump_meta::{self, DumpMetaArgs};
+use super::pitr_restore::{DEFAULT_MESSAGE_LIMIT, termination_message, write_termination};
+use super::replay::{self, PlanArgs, ReplayArgs};
 use super::restore::{self, RestoreArgs};
 use super::scratch::{self, ScratchConfig};
 use super::storage::StorageArgs;
@@ -39,6 +50,8 @@ pub const DAMAGED: &str = "BackupArtifactDamaged";
 pub const RESTORE_FAILED: &str = "RestoreFailed";
 /// The step could not run (storage unreadable, the scratch server did not start).
 pub const VERIFICATION_FAILED: &str = "VerificationFailed";
+/// `mysqlbinlog` or `mysql` failed during the replay (`BLOODRAVEN_PITR_FAILED: …`).
+pub const REPLAY_FAILED: &str = "PITRReplayFailed";
 
 /// `verify`'s settings (the verification Job's environment).
 #[derive(Debug, Clone, clap::Args)]
@@ -83,28 +96,55 @@ pub struct VerifyArgs {
     pub scratch: PathBuf,
     #[command(flatten)]
     pub storage: StorageArgs,
+    /// Replay the staged plan after the load (mode Timestamp or Latest).
+    #[arg(
+        long = "point-in-time",
+        env = "BLOODRAVEN_VERIFY_POINT_IN_TIME",
+        default_value_t = false
+    )]
+    pub point_in_time: bool,
+    /// The staged plan and the source group the verdict names (with `--point-in-time`).
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// The mysqlbinlog executable (with `--point-in-time`).
+    #[arg(long = "mysqlbinlog", env = "BLOODRAVEN_MYSQLBINLOG", default_value = "mysqlbinlog")]
+    pub mysqlbinlog: PathBuf,
+    /// Where the verdict is written (the container's `terminationMessagePath`); empty: nowhere.
+    #[arg(
+        long = "termination-log",
+        env = "BLOODRAVEN_TERMINATION_LOG",
+        default_value = "/dev/termination-log"
+    )]
+    pub termination_log: PathBuf,
+    /// The termination message's budget in bytes.
+    #[arg(
+        long = "termination-message-limit",
+        env = "BLOODRAVEN_TERMINATION_MESSAGE_LIMIT",
+        default_value_t = DEFAULT_MESSAGE_LIMIT
+    )]
+    pub message_limit: usize,
 }
 
 /// A verification that proved the backup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
-    /// The loaded server's `gtid_executed` (equal to the dump's).
+    /// The loaded (and, with a replay, replayed) server's `gtid_executed`: the dump's, or the
+    /// plan's certified set.
     pub gtid_executed: String,
     /// `(schema.table, CHECKSUM TABLE)` of every user table.
     pub tables: Vec<(String, Option<u64>)>,
+    /// The replay's `BLOODRAVEN_PITR_*` lines, the verdict last (empty without a replay).
+    pub replay: Vec<String>,
 }
 
 impl Verified {
-    /// The verdict lines, the COMPLETE line last.
+    /// The verdict lines: the replay's, the tables', the COMPLETE line last.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .tables
-            .iter()
-            .map(|(table, sum)| {
-                let sum = sum.map_or_else(|| "NULL".to_owned(), |s| s.to_string());
-                format!("{VERIFY_TABLE} {table} checksum={sum}")
-            })
-            .collect();
+        let mut lines: Vec<String> = self.replay.clone();
+        lines.extend(self.tables.iter().map(|(table, sum)| {
+            let sum = sum.map_or_else(|| "NULL".to_owned(), |s| s.to_string());
+            format!("{VERIFY_TABLE} {table} checksum={sum}")
+        }));
         lines.push(format!(
             "{VERIFY_COMPLETE} gtidExecuted={} tables={}",
             bloodraven_backup::sentinel::encode(&self.gtid_executed),
@@ -140,6 +180,21 @@ pub fn leading_token(message: &str) -> Option<(&str, &str)> {
         && token.starts_with("PITR")
         && token.bytes().all(|b| b.is_ascii_alphanumeric());
     is_token.then_some((token, rest))
+}
+
+/// The token of a failed replay, from its error chain (pure): the planner's or the proof's
+/// leading token (`PITRReplayMismatch: …`), `BLOODRAVEN_PITR_FAILED: …` as PITRReplayFailed
+/// (the line kept whole), else the step could not run.
+pub fn classify_replay_error(chain: &str) -> Refusal {
+    if let Some((token, message)) = leading_token(chain) {
+        return Refusal { token: token.to_owned(), message: message.to_owned() };
+    }
+    let token = if chain.starts_with("BLOODRAVEN_PITR_FAILED: ") {
+        REPLAY_FAILED
+    } else {
+        VERIFICATION_FAILED
+    };
+    Refusal { token: token.to_owned(), message: chain.to_owned() }
 }
 
 /// The token of a failed chunk check or load, from the restore step's error chain (pure).
@@ -219,16 +274,66 @@ pub async fn run(args: VerifyArgs) -> Result<Verified, Refusal> {
         storage: args.storage.clone(),
     };
     let loaded = restore::run(load).await;
-    let _ = std::fs::remove_dir_all(&creds_dir);
-    let loaded =
-        loaded.map_err(|error| Refusal::new(classify_load_error(&format!("{error:#}")), &error))?;
+    let loaded = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&creds_dir);
+            return Err(Refusal::new(classify_load_error(&format!("{error:#}")), &error));
+        }
+    };
 
-    // 4. Every user table readable, with its checksum.
+    // 4. With pointInTime: the staged plan replayed into the loaded server, and its
+    // gtid_executed proved equal to the plan's certified set.
+    let replayed = if args.point_in_time {
+        info!(gtid_executed = %loaded.gtid_executed, "backup loaded; replaying the staged plan");
+        let outcome = replay::run(ReplayArgs {
+            plan: args.plan.clone(),
+            target_local: String::new(),
+            mysql_host: server.target.host.clone(),
+            mysql_port: server.target.port,
+            mysql_creds_dir: Some(creds_dir.clone()),
+            mysql_client: args.mysql_client.clone(),
+            mysqlbinlog: args.mysqlbinlog.clone(),
+        })
+        .await;
+        match outcome {
+            Ok(outcome) => Some(outcome),
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&creds_dir);
+                return Err(classify_replay_error(&format!("{error:#}")));
+            }
+        }
+    } else {
+        None
+    };
+    let _ = std::fs::remove_dir_all(&creds_dir);
+
+    // 5. Every user table readable, with its checksum.
     let tables =
         checksums(&server.target).await.map_err(|error| Refusal::new(RESTORE_FAILED, &error))?;
-    info!(gtid_executed = %loaded.gtid_executed, tables = tables.len(), "verified");
     drop(server);
-    Ok(Verified { gtid_executed: loaded.gtid_executed, tables })
+    let verified = match replayed {
+        None => Verified { gtid_executed: loaded.gtid_executed, tables, replay: Vec::new() },
+        Some(outcome) => {
+            // The verdict as the termination message, the step's last action.
+            let message = termination_message(&outcome.lines, args.message_limit)
+                .map_err(|error| classify_replay_error(&format!("{error:#}")))?;
+            write_termination(&args.termination_log, &message)
+                .map_err(|error| Refusal::new(VERIFICATION_FAILED, &error))?;
+            Verified {
+                gtid_executed: outcome.executed.to_compact_string(),
+                tables,
+                replay: outcome.lines,
+            }
+        }
+    };
+    info!(
+        gtid_executed = %verified.gtid_executed,
+        tables = verified.tables.len(),
+        replayed = !verified.replay.is_empty(),
+        "verified"
+    );
+    Ok(verified)
 }
 
 fn write_creds(dir: &std::path::Path, user: &str, password: &str) -> anyhow::Result<()> {
@@ -307,10 +412,28 @@ mod tests {
     }
 
     #[test]
+    fn replay_failures_get_their_tokens() {
+        let mismatch = classify_replay_error("PITRReplayMismatch: the replay (R6) left a:1-3");
+        assert_eq!(
+            (mismatch.token.as_str(), mismatch.message.as_str()),
+            ("PITRReplayMismatch", "the replay (R6) left a:1-3")
+        );
+        let failed = classify_replay_error("BLOODRAVEN_PITR_FAILED: mysql exit=1 segment=2 (x)");
+        assert_eq!(failed.token, REPLAY_FAILED);
+        assert_eq!(failed.message, "BLOODRAVEN_PITR_FAILED: mysql exit=1 segment=2 (x)");
+        assert_eq!(
+            classify_replay_error("cannot read /pitr-binlogs/plan.json; did pitr-download plan?")
+                .token,
+            VERIFICATION_FAILED
+        );
+    }
+
+    #[test]
     fn the_complete_line_comes_last() {
         let verified = Verified {
             gtid_executed: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5".to_owned(),
             tables: vec![("app.orders".to_owned(), Some(42)), ("app.empty".to_owned(), None)],
+            replay: Vec::new(),
         };
         let lines = verified.lines();
         assert_eq!(lines[0], "BLOODRAVEN_VERIFY_TABLE app.orders checksum=42");

@@ -4,7 +4,8 @@
 //! in `archiver_mysql`, a real MySQL 9.7 (`source scripts/provision.sh` first). `crash`: the
 //! archiver killed at each named crash point in a child process, then restarted. `encrypted`:
 //! the BRV1-sealed archive written by the archiver and read back by the restore's reader.
-//! `backup_restore`, `pitr_restore`: the Job steps on real MySQL 9.7, sharing `mysql_support`.
+//! `backup_restore`, `pitr_restore`, `verify_pitr`: the Job steps on real MySQL 9.7, sharing
+//! `mysql_support`.
 
 // This binary is test code only; clippy's allow-unwrap-in-tests covers `#[test]` functions
 // but not the shared helpers they call.
@@ -17,6 +18,7 @@ mod crash;
 mod encrypted;
 mod mysql_support;
 mod pitr_restore;
+mod verify_pitr;
 
 use std::future::Future;
 use std::time::Duration;

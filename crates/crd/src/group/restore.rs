@@ -118,6 +118,8 @@ open_enum! {
         TargetCovered = "TargetCovered",
         /// allowPartial: replayed to the archive head, short of the target.
         Partial = "Partial",
+        /// A verification's mode Latest: replayed to the archive head.
+        Latest = "Latest",
     }
 }
 

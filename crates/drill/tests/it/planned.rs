@@ -126,6 +126,21 @@ async fn planned_failover_rolls_back_when_the_target_is_demoted_and_keeps_its_se
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_rolls_back_without_an_unfence_when_the_source_is_unfenced_by_hand() {
+    play("planned-failover-source-unfenced.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_rolls_back_at_the_gate_when_a_peer_is_unreadable() {
+    play("planned-failover-peer-unreadable.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planned_failover_rolls_back_when_the_target_diverges_while_waiting() {
+    play("planned-failover-divergent-target.yaml").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn planned_failover_leaves_a_killed_source_fenced_and_emergency_failover_takes_over() {
     play("planned-failover-source-killed.yaml").await;
 }

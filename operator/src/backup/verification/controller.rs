@@ -2,7 +2,12 @@
 //! verifications and the Jobs they own. One reconcile observes the verification's Job, or
 //! chooses the backup ([`plan::select_backup`]), records `status.backupRef` and `jobName`, and
 //! creates the Job ([`job::build`]). A phase change publishes `VerificationStarted`,
-//! `VerificationSucceeded` or `VerificationFailed` on the verification.
+//! `VerificationSucceeded` or `VerificationFailed` on the verification. With `pointInTime`
+//! mode Timestamp or Latest the refusals before any Job come first ([`plan::point_in_time`]),
+//! the Job gets the PITR steps, its pod's termination messages are read
+//! ([`plan::next_status_pitr`]) and an accepted replay's Warning Events
+//! (PITRDivergentHistoryExcluded, PITROnHistoryTransactionsExcluded) are published on the
+//! verification.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +30,11 @@ use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
-use super::job::{self, VerifyJobInput};
+use super::job::{self, VerifyJobInput, VerifyPitr};
 use super::plan::{self, Selection};
 use crate::backup::verdict::{self, JobState, set_condition};
 use crate::manager::Shared;
+use crate::restore::bootstrap::pitr;
 
 /// How often a running verification is re-read without a Job event.
 pub const RUNNING_REQUEUE: Duration = Duration::from_secs(5);
@@ -91,11 +97,17 @@ async fn write_status(
     Ok(())
 }
 
-async fn job_log(pods: &Api<Pod>, job_name: &str) -> Option<String> {
+/// The Job's newest pod.
+async fn job_pod(pods: &Api<Pod>, job_name: &str) -> Option<Pod> {
     let list =
         pods.list(&ListParams::default().labels(&format!("job-name={job_name}"))).await.ok()?;
-    let pod = list.items.into_iter().next()?;
-    pods.logs(pod.metadata.name.as_deref()?, &LogParams::default()).await.ok()
+    list.items.into_iter().max_by_key(|pod| pod.metadata.creation_timestamp.clone())
+}
+
+/// The `verify` container's log (`None`: unreadable, or it never ran).
+async fn job_log(pods: &Api<Pod>, pod: &Pod) -> Option<String> {
+    let params = LogParams { container: Some(job::CONTAINER.to_owned()), ..LogParams::default() };
+    pods.logs(pod.metadata.name.as_deref()?, &params).await.ok()
 }
 
 /// One pass over verification `name` in `namespace`.
@@ -121,12 +133,26 @@ pub async fn reconcile_one(
         jobs.get_opt(&job_name).await.with_context(|| format!("cannot read Job {job_name}"))?
     {
         let state = verdict::job_state(&found);
-        let log = match state {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+        let pod = match state {
             JobState::Active { .. } => None,
-            _ => job_log(&Api::namespaced(client.clone(), namespace), &job_name).await,
+            _ => job_pod(&pods, &job_name).await,
+        };
+        let log = match &pod {
+            Some(pod) => job_log(&pods, pod).await,
+            None => None,
         };
         status.job_name = Some(job_name.clone());
-        let next = plan::next_status(&status, &state, log.as_deref(), &now);
+        let next = match pitr::Expected::from_job(&found) {
+            None => plan::next_status(&status, &state, log.as_deref(), &now),
+            Some(expected) => {
+                let verdict = pod.as_ref().and_then(|pod| pitr::main_message(pod, job::CONTAINER));
+                let failure = pod.as_ref().and_then(pitr::earliest_failure);
+                let observed =
+                    plan::PitrObserved { verdict: verdict.as_deref(), failure: failure.as_deref() };
+                plan::next_status_pitr(&status, &state, &expected, log.as_deref(), observed, &now)
+            }
+        };
         if Some(&next) != verification.status.as_ref() {
             write_status(&api, name, &next).await?;
         }
@@ -163,6 +189,23 @@ pub async fn reconcile_one(
         .get_opt(&verification.spec.failover_group_ref.name)
         .await
         .context("cannot read the failover group")?;
+    let point_in_time = match plan::point_in_time(&verification, &backup, group.as_ref()) {
+        Ok(request) => request,
+        Err(refusal) => {
+            tracing::warn!(
+                %namespace,
+                verification = %name,
+                reason = %refusal.reason,
+                message = %refusal.message,
+                "point-in-time verification refused before any Job"
+            );
+            let mut refused = status.clone();
+            refused.backup_ref = Some(plan::verified_backup(&backup));
+            let next = plan::refused(&refused, &refusal.reason, refusal.message, &now);
+            write_status(&api, name, &next).await?;
+            return Ok(Outcome::Failed(refusal.reason));
+        }
+    };
     let profile = group.as_ref().and_then(|g| {
         g.spec
             .backup
@@ -175,11 +218,21 @@ pub async fn reconcile_one(
         .and_then(|g| g.spec.sidecar.as_ref())
         .and_then(|s| s.image.clone())
         .unwrap_or_else(|| image.to_owned());
+    let replay = match (&point_in_time, group.as_ref()) {
+        (Some(request), Some(group)) => Some(VerifyPitr {
+            group,
+            archive_profile: &request.archive_profile,
+            stop_time: request.stop_time.clone(),
+            exclude_gtids: request.exclude_gtids.clone(),
+        }),
+        _ => None,
+    };
     let built = match job::build(&VerifyJobInput {
         verification: &verification,
         backup: &backup,
         profile: profile.as_ref(),
         image,
+        point_in_time: replay,
     }) {
         Ok(built) => built,
         Err(error) => {
@@ -246,6 +299,9 @@ pub async fn reconcile(
         match status.phase {
             Some(VerificationPhase::Succeeded) => {
                 publish(&context, &now, EventType::Normal, "VerificationSucceeded", message).await;
+                for (reason, note) in plan::pitr_warnings(&status) {
+                    publish(&context, &now, EventType::Warning, reason, note).await;
+                }
             }
             Some(VerificationPhase::Failed) => {
                 let reason = status

@@ -4,11 +4,18 @@
 //! claim mounted read-only, a scratch `emptyDir` for the throwaway `mysqld`, the restricted
 //! security context, owned by the MysqlBackupVerification. It never connects to the group's
 //! MySQL, so no MySQL credentials are mounted.
+//!
+//! With `pointInTime` mode Timestamp or Latest ([`VerifyPitr`]) the Job also gets the bootstrap
+//! restore's PITR steps ([`crate::restore::bootstrap::pitr::add_steps`]): init containers
+//! `dump-meta` and `pitr-download` (the group's own archive, `spec.backup.pitr.profileName`,
+//! read-only), and `verify` replays the staged plan into its scratch server after the load
+//! and writes the verdict as its termination message.
 
 use std::collections::BTreeMap;
 
 use bloodraven_backup::layout::{PVC_MOUNT, normalize_prefix};
 use bloodraven_backup::names;
+use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::MysqlBackup;
 use bloodraven_crd::group::{BackupProfile, StorageType};
 use bloodraven_crd::verification::MysqlBackupVerification;
@@ -21,7 +28,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::backup::job::AWS_CREDS_DIR;
+use crate::backup::job::{self as backup_job, AWS_CREDS_DIR};
+use crate::restore::bootstrap::pitr::{self, Expected};
 
 /// The verification container's name.
 pub const CONTAINER: &str = "verify";
@@ -56,7 +64,31 @@ pub enum VerifyJobError {
     NoS3Credentials { profile: String },
     #[error("the object has no uid; it was not read from the API server")]
     NoUid,
+    #[error("group {group} has no sites; the archive's read settings cannot be rendered")]
+    NoSites { group: String },
+    #[error("reading the group's archive (profile {profile}): {source}")]
+    Archive {
+        profile: String,
+        #[source]
+        source: backup_job::BuildError,
+    },
 }
+
+/// The replay of a point-in-time verification (after [`super::plan::point_in_time`]).
+#[derive(Debug, Clone)]
+pub struct VerifyPitr<'a> {
+    /// The verified group (its own archive is read).
+    pub group: &'a MysqlFailoverGroup,
+    /// `spec.backup.pitr.profileName`'s profile.
+    pub archive_profile: &'a BackupProfile,
+    /// The target of mode Timestamp; empty: mode Latest.
+    pub stop_time: String,
+    /// `pointInTime.excludeGtids` ("" when unset).
+    pub exclude_gtids: String,
+}
+
+/// Tells the `verify` step to replay the staged plan after the load.
+pub const POINT_IN_TIME_ENV: &str = "BLOODRAVEN_VERIFY_POINT_IN_TIME";
 
 /// What the Job is built from.
 #[derive(Debug, Clone)]
@@ -67,6 +99,8 @@ pub struct VerifyJobInput<'a> {
     pub profile: Option<&'a BackupProfile>,
     /// The image with the sidecar binary and mysqld.
     pub image: String,
+    /// Mode Timestamp or Latest: the replay (`None`: mode None, the load only).
+    pub point_in_time: Option<VerifyPitr<'a>>,
 }
 
 fn env(name: &str, value: impl Into<String>) -> EnvVar {
@@ -235,7 +269,7 @@ pub fn build(input: &VerifyJobInput<'_>) -> Result<Job, VerifyJobError> {
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()
     };
-    Ok(Job {
+    let mut job = Job {
         metadata: ObjectMeta {
             name: Some(job_name),
             namespace: Some(namespace),
@@ -273,7 +307,70 @@ pub fn build(input: &VerifyJobInput<'_>) -> Result<Job, VerifyJobError> {
             ..JobSpec::default()
         }),
         status: None,
+    };
+    if let Some(replay) = &input.point_in_time {
+        add_point_in_time(&mut job, input, replay)?;
+    }
+    Ok(job)
+}
+
+/// The PITR steps of a verification Job: the archive profile's storage rendered as the backup
+/// Job builder renders it (only its storage settings and volumes are used; it never connects to
+/// MySQL, so the credentials are placeholders), then the bootstrap restore's steps with `verify`
+/// as the main container.
+fn add_point_in_time(
+    job: &mut Job,
+    input: &VerifyJobInput<'_>,
+    replay: &VerifyPitr<'_>,
+) -> Result<(), VerifyJobError> {
+    let group = replay.group;
+    let site = group.spec.sites.first().ok_or_else(|| VerifyJobError::NoSites {
+        group: group.metadata.name.clone().unwrap_or_default(),
+    })?;
+    let placeholders: BTreeMap<String, k8s_openapi::ByteString> = ["MYSQL_USER", "MYSQL_PASSWORD"]
+        .into_iter()
+        .map(|key| (key.to_owned(), k8s_openapi::ByteString(Vec::new())))
+        .collect();
+    let archive = backup_job::build(&backup_job::Input {
+        backup: input.backup,
+        group,
+        profile: replay.archive_profile,
+        site,
+        image: input.image.clone(),
+        pitr_archive_id: String::new(),
+        credentials: &placeholders,
+        attempt: 1,
     })
+    .map_err(|source| VerifyJobError::Archive {
+        profile: replay.archive_profile.name.clone(),
+        source,
+    })?;
+    let expected = Expected::of_backup(replay.stop_time.clone(), false, input.backup);
+    let gtid_executed = input
+        .backup
+        .status
+        .as_ref()
+        .and_then(|status| status.gtid_executed.clone())
+        .unwrap_or_default();
+    pitr::add_steps(
+        job,
+        &pitr::Steps {
+            exclude_gtids: replay.exclude_gtids.clone(),
+            expected: &expected,
+            main_subcommand: "verify",
+            backup_gtid_executed: gtid_executed,
+            archive: &archive.job,
+        },
+    );
+    if let Some(main) = job
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.template.spec.as_mut())
+        .and_then(|pod| pod.containers.first_mut())
+    {
+        main.env.get_or_insert_with(Vec::new).push(env(POINT_IN_TIME_ENV, "true"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -329,6 +426,7 @@ mod tests {
             backup: &backup,
             profile: None,
             image: "img".to_owned(),
+            point_in_time: None,
         })
         .unwrap();
         assert_eq!(job.metadata.name.as_deref(), Some("mysqlverify-v1"));
@@ -356,6 +454,7 @@ mod tests {
             backup: &backup,
             profile: None,
             image: "img".to_owned(),
+            point_in_time: None,
         };
         assert!(matches!(build(&input), Err(VerifyJobError::NoS3Credentials { .. })));
         let profile: BackupProfile = serde_json::from_value(json!({

@@ -6,21 +6,25 @@
 //! | reason | status | when |
 //! | --- | --- | --- |
 //! | [`IN_PROGRESS`] | Unknown | the Job runs |
-//! | [`RESTORE_VERIFIED`] | True | the Job succeeded and its last line is `BLOODRAVEN_VERIFY_COMPLETE` |
-//! | a Job token (`PITRBackupIncomplete`, `PITRBackupIdentityMismatch`, `BackupArtifactDamaged`, `RestoreFailed`, …) | False | the Job's `BLOODRAVEN_VERIFY_FAILED <Token>: <message>` |
+//! | [`RESTORE_VERIFIED`] | True | mode None: the Job succeeded and its last line is `BLOODRAVEN_VERIFY_COMPLETE` |
+//! | the verdict's outcome (`TargetCovered`, `Latest`) | True | mode Timestamp/Latest: as above, and the main container's `BLOODRAVEN_PITR_VERDICT` accepted ([`next_status_pitr`]) |
+//! | a Job token (`PITRBackupIncomplete`, `PITRBackupIdentityMismatch`, `BackupArtifactDamaged`, `RestoreFailed`, a PITR step's token, …) | False | the earliest failing step's `<Token>: <message>`, or the Job's `BLOODRAVEN_VERIFY_FAILED <Token>: <message>` |
+//! | `PITRCoverageInvalid` | False | mode Timestamp/Latest: the Job succeeded without a verdict that matches what was rendered |
 //! | [`VERIFICATION_FAILED`] | False | the Job failed (or succeeded) without a verdict line |
 //! | [`BACKUP_NOT_FOUND`], [`BACKUP_NOT_SUCCEEDED`] | False | no backup to read (before any Job) |
-//! | [`POINT_IN_TIME_UNSUPPORTED`] | False | `pointInTime.mode` Latest/Timestamp (before any Job) |
+//! | `PITRTargetInvalid`, `PITRBackupIdentityUnknown` | False | mode Timestamp/Latest refused before any Job ([`point_in_time`]) |
 
+use bloodraven_crd::MysqlFailoverGroup;
 use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
 use bloodraven_crd::condition::{Condition, ConditionReason, ConditionStatus, ConditionType};
-use bloodraven_crd::group::PointInTimeMode;
+use bloodraven_crd::group::{BackupProfile, PitrToken, PointInTimeMode};
 use bloodraven_crd::verification::{
     MysqlBackupVerification, MysqlBackupVerificationStatus, VerificationPhase, VerifiedBackup,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::backup::verdict::{JobState, set_condition};
+use crate::restore::bootstrap::pitr::{Expected, accept, refusal_in};
 
 /// Verified=Unknown while the Job runs.
 pub const IN_PROGRESS: &str = "InProgress";
@@ -32,8 +36,6 @@ pub const VERIFICATION_FAILED: &str = "VerificationFailed";
 pub const BACKUP_NOT_FOUND: &str = "BackupNotFound";
 /// Verified=False: the named backup failed, or belongs to another group or profile.
 pub const BACKUP_NOT_SUCCEEDED: &str = "BackupNotSucceeded";
-/// Verified=False: point-in-time verification is not built yet.
-pub const POINT_IN_TIME_UNSUPPORTED: &str = "PointInTimeUnsupported";
 
 /// The success verdict's first word (the sidecar's `verify`).
 pub const VERIFY_COMPLETE: &str = "BLOODRAVEN_VERIFY_COMPLETE";
@@ -64,17 +66,6 @@ fn completion(backup: &MysqlBackup) -> Option<jiff::Timestamp> {
 pub fn select_backup(verification: &MysqlBackupVerification, backups: &[MysqlBackup]) -> Selection {
     let spec = &verification.spec;
     let group = &spec.failover_group_ref.name;
-    if let Some(mode) = spec.point_in_time.as_ref().map(|p| &p.mode)
-        && *mode != PointInTimeMode::None
-    {
-        return Selection::Refuse {
-            reason: POINT_IN_TIME_UNSUPPORTED,
-            message: format!(
-                "pointInTime.mode {} is not supported by this operator yet; verify with mode None",
-                mode.as_str()
-            ),
-        };
-    }
     let ours = |backup: &&MysqlBackup| {
         backup.spec.failover_group_ref.name == *group
             && backup.spec.profile_name == spec.profile_name
@@ -132,6 +123,119 @@ pub fn select_backup(verification: &MysqlBackupVerification, backups: &[MysqlBac
             ),
         },
     }
+}
+
+/// What a point-in-time verification replays, once its refusals before any Job passed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointInTimeRequest {
+    /// `pointInTime.stopTime` of mode Timestamp; empty: mode Latest (the archive head).
+    pub stop_time: String,
+    /// `pointInTime.excludeGtids` as written ("" when unset).
+    pub exclude_gtids: String,
+    /// The group's own archive: its `spec.backup.pitr.profileName` profile.
+    pub archive_profile: BackupProfile,
+}
+
+/// A point-in-time verification refused before any Job: the Verified reason and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}: {message}")]
+pub struct PointInTimeRefusal {
+    /// The Verified reason (a PITR token, or [`VERIFICATION_FAILED`]).
+    pub reason: String,
+    /// What failed and what to do.
+    pub message: String,
+}
+
+fn pitr_refusal(token: PitrToken, message: String) -> PointInTimeRefusal {
+    PointInTimeRefusal { reason: token.as_str().to_owned(), message }
+}
+
+/// The refusals of `spec.pointInTime` before any Job, in the document's order (a backup without
+/// a source group UID PITRBackupIdentityUnknown; an unparsable or fractional target, a bad
+/// excludeGtids, or a group whose `spec.backup.pitr` is disabled PITRTargetInvalid), and the
+/// group's own archive profile. `Ok(None)`: mode None, no replay. `group` is the group
+/// `spec.failoverGroupRef` names (`None`: not found).
+pub fn point_in_time(
+    verification: &MysqlBackupVerification,
+    backup: &MysqlBackup,
+    group: Option<&MysqlFailoverGroup>,
+) -> Result<Option<PointInTimeRequest>, PointInTimeRefusal> {
+    let Some(spec) = verification.spec.point_in_time.as_ref() else { return Ok(None) };
+    let stop_time = match spec.mode {
+        PointInTimeMode::None => return Ok(None),
+        PointInTimeMode::Latest => String::new(),
+        PointInTimeMode::Timestamp => match spec.stop_time.as_deref() {
+            Some(stop) if !stop.is_empty() => stop.to_owned(),
+            _ => {
+                return Err(pitr_refusal(
+                    PitrToken::PitrTargetInvalid,
+                    "pointInTime.mode Timestamp needs pointInTime.stopTime; set a whole second in RFC 3339, e.g. 2026-04-15T09:30:00Z".to_owned(),
+                ));
+            }
+        },
+        PointInTimeMode::Unrecognized(ref other) => {
+            return Err(pitr_refusal(
+                PitrToken::PitrTargetInvalid,
+                format!("pointInTime.mode {other:?} is not None, Latest or Timestamp; correct it"),
+            ));
+        }
+    };
+    let backup_name = backup.metadata.name.clone().unwrap_or_default();
+    let source_uid = backup.status.as_ref().and_then(|s| s.failover_group_uid.as_deref());
+    if source_uid.is_none_or(str::is_empty) {
+        return Err(pitr_refusal(
+            PitrToken::PitrBackupIdentityUnknown,
+            format!(
+                "MysqlBackup {backup_name} records no source failover group UID (status.failoverGroupUID), so its dump has no stamp to tie it to the archive; take a new full backup and verify that one"
+            ),
+        ));
+    }
+    let exclude_gtids = spec.exclude_gtids.clone().unwrap_or_default();
+    let request = bloodraven_pitr::Request {
+        target: Some(stop_time.clone()).filter(|stop| !stop.is_empty()),
+        exclude_gtids: exclude_gtids.clone(),
+        allow_partial: false,
+    };
+    if let Err(refusal) = bloodraven_pitr::check_request(&request) {
+        return Err(PointInTimeRefusal {
+            reason: refusal.token.as_str().to_owned(),
+            message: refusal.message,
+        });
+    }
+    let group_name = &verification.spec.failover_group_ref.name;
+    let pitr = group
+        .and_then(|g| g.spec.backup.as_ref())
+        .and_then(|b| b.pitr.as_ref())
+        .filter(|pitr| pitr.enabled == Some(true));
+    let Some(profile_name) = pitr.and_then(|pitr| pitr.profile_name.clone()) else {
+        return Err(pitr_refusal(
+            PitrToken::PitrTargetInvalid,
+            format!(
+                "group {group_name} has spec.backup.pitr disabled (or is gone), so it has no archive to replay; enable PITR on the group, or verify with pointInTime.mode None"
+            ),
+        ));
+    };
+    let Some(archive_profile) = group
+        .and_then(|g| g.spec.backup.as_ref())
+        .and_then(|b| b.profiles.iter().find(|p| p.name == profile_name))
+        .cloned()
+    else {
+        return Err(pitr_refusal(
+            PitrToken::PitrTargetInvalid,
+            format!(
+                "group {group_name}'s spec.backup.pitr.profileName {profile_name} names no spec.backup.profiles entry; declare it"
+            ),
+        ));
+    };
+    if archive_profile.encryption.is_some() {
+        return Err(PointInTimeRefusal {
+            reason: VERIFICATION_FAILED.to_owned(),
+            message: format!(
+                "group {group_name}'s archive profile {profile_name} is encrypted; this operator does not build the archive's read binding (its key snapshot) for a verification yet. Verify with pointInTime.mode None"
+            ),
+        });
+    }
+    Ok(Some(PointInTimeRequest { stop_time, exclude_gtids, archive_profile }))
 }
 
 /// The backup record a verification keeps in `status.backupRef`.
@@ -283,6 +387,114 @@ pub fn next_status(
     next
 }
 
+/// What a point-in-time verification's finished Job showed, besides its log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PitrObserved<'a> {
+    /// The main container's termination message, when it terminated with exit code 0 in the
+    /// Job's pod (the `BLOODRAVEN_PITR_VERDICT`).
+    pub verdict: Option<&'a str>,
+    /// The earliest failing container's message (an init step's refusal first).
+    pub failure: Option<&'a str>,
+}
+
+/// [`next_status`] for a Job with PITR steps (`expected`: what it rendered,
+/// [`Expected::from_job`]). Succeeded only when the log's COMPLETE line is there AND the
+/// verdict is accepted (status.pointInTime, Verified=True with the outcome as reason);
+/// a verdict not accepted is PITRCoverageInvalid; a failed Job records the earliest failing
+/// step's token, else the log's FAILED line.
+pub fn next_status_pitr(
+    current: &MysqlBackupVerificationStatus,
+    state: &JobState,
+    expected: &Expected,
+    log: Option<&str>,
+    observed: PitrObserved<'_>,
+    now: &Time,
+) -> MysqlBackupVerificationStatus {
+    let terminal =
+        matches!(current.phase, Some(VerificationPhase::Succeeded | VerificationPhase::Failed));
+    let mut next = next_status(current, state, log, now);
+    if terminal || matches!(state, JobState::Active { .. }) {
+        return next;
+    }
+    let job = current.job_name.clone().unwrap_or_default();
+    let target =
+        if expected.latest() { "the archive head".to_owned() } else { expected.stop_time.clone() };
+    let (phase, condition, message, result) = match state {
+        JobState::Succeeded { .. } => {
+            match (accept(expected, observed.verdict), log.and_then(find_verdict)) {
+                (Ok(result), Some(Verdict::Complete(detail))) => {
+                    let outcome = result.outcome.as_ref().map_or("", |o| o.as_str()).to_owned();
+                    let message = format!(
+                        "the backup loaded into a scratch server, replayed {} archived transaction(s) to {target} ({outcome}) and proved the certified GTID set ({detail})",
+                        result.transactions.unwrap_or(0)
+                    );
+                    (
+                        VerificationPhase::Succeeded,
+                        verified(ConditionStatus::True, &outcome, message.clone(), now),
+                        message,
+                        Some(result),
+                    )
+                }
+                (Ok(_), other) => {
+                    let message = match other {
+                        Some(Verdict::Failed { message, .. }) => message,
+                        _ => format!(
+                            "the verification Job {job} printed no {VERIFY_COMPLETE} line (tables unchecked); nothing was proved"
+                        ),
+                    };
+                    (
+                        VerificationPhase::Failed,
+                        verified(ConditionStatus::False, VERIFICATION_FAILED, message.clone(), now),
+                        message,
+                        None,
+                    )
+                }
+                (Err(why), _) => {
+                    let token = PitrToken::PitrCoverageInvalid.as_str();
+                    let message = format!(
+                        "{token}: {why} (verification Job {job}); create a new verification"
+                    );
+                    (
+                        VerificationPhase::Failed,
+                        verified(ConditionStatus::False, token, message.clone(), now),
+                        message,
+                        None,
+                    )
+                }
+            }
+        }
+        JobState::Failed { .. } => {
+            let Some((token, line)) = observed.failure.and_then(refusal_in) else {
+                // No PITR token in the failing step's message: the log's FAILED line (or
+                // VerificationFailed), as mode None.
+                return next;
+            };
+            let message = format!("{line} (verification Job {job})");
+            (
+                VerificationPhase::Failed,
+                verified(ConditionStatus::False, token.as_str(), message.clone(), now),
+                message,
+                None,
+            )
+        }
+        JobState::Active { .. } => return next,
+    };
+    next.phase = Some(phase);
+    next.message = Some(message);
+    next.point_in_time = result;
+    set_condition(&mut next.conditions, condition);
+    next
+}
+
+/// The Warning Events of an accepted replay on the verification (the bootstrap restore's).
+pub fn pitr_warnings(status: &MysqlBackupVerificationStatus) -> Vec<(&'static str, String)> {
+    status
+        .point_in_time
+        .as_ref()
+        .map(crate::restore::bootstrap::io::replay_warnings)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,10 +564,7 @@ mod tests {
         assert!(matches!(named("s3"), Selection::Refuse { reason: BACKUP_NOT_SUCCEEDED, .. }));
         assert!(matches!(named("gone"), Selection::Refuse { reason: BACKUP_NOT_FOUND, .. }));
         let pitr = verification(json!({ "pointInTime": { "mode": "Latest" } }));
-        assert!(matches!(
-            select_backup(&pitr, &backups),
-            Selection::Refuse { reason: POINT_IN_TIME_UNSUPPORTED, .. }
-        ));
+        assert_eq!(chosen(select_backup(&pitr, &backups)), "ok");
     }
 
     fn reason(status: &MysqlBackupVerificationStatus) -> (ConditionStatus, String) {

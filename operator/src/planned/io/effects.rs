@@ -3,6 +3,8 @@
 //! back. Each effect returns what it did as a [`Report`] for the next pass; a failure is logged
 //! and reported only as far as the statements got.
 
+use std::time::Duration;
+
 use bloodraven_facts::Unreachable;
 use mysql_async::{Conn, Pool};
 
@@ -153,8 +155,14 @@ async fn app_sessions(
         .collect())
 }
 
+/// How long the drain's count waits for the sessions it killed to leave the process list.
+const KILL_SETTLE: Duration = Duration::from_millis(250);
+/// How often it looks meanwhile.
+const KILL_SETTLE_POLL: Duration = Duration::from_millis(25);
+
 /// KillAppConnections: kill every application session on the source, then count what is
-/// left. Always reports [`Report::Drained`] (the count, or why the query failed).
+/// left (the killed sessions given [`KILL_SETTLE`] to go). Always reports [`Report::Drained`]
+/// (the count, or why the query failed).
 pub(crate) async fn kill_app_connections(
     pool: Option<&Pool>,
     site: &str,
@@ -166,15 +174,28 @@ pub(crate) async fn kill_app_connections(
         let mut conn = pinned(pool, site, "drain", None, bounds).await?;
         let sessions =
             app_sessions(&mut conn, &skip, bounds).await.map_err(failed(site, "drain"))?;
-        for id in sessions {
+        for &id in &sessions {
             // A session that ended meanwhile answers "Unknown thread id": not an error here.
             let id = u32::try_from(id).unwrap_or(u32::MAX);
             if let Err(why) = site_io::exec(&mut conn, &sql::kill(id), bounds).await {
                 tracing::debug!(site, id, ?why, "KILL of an application session failed");
             }
         }
-        let left = app_sessions(&mut conn, &skip, bounds).await.map_err(failed(site, "drain"))?;
-        Ok::<u32, EffectError>(u32::try_from(left.len()).unwrap_or(u32::MAX))
+        // A killed session stays in the process list until its thread notices the kill (at
+        // once when idle, after its rollback when busy). Counted right after the KILLs it
+        // would cost a whole drain cadence (a second of write outage) for sessions already
+        // on their way out, so the count waits up to KILL_SETTLE for them; sessions that are
+        // not leaving (new ones, or a long rollback) are what it reports.
+        let settle_until = tokio::time::Instant::now() + KILL_SETTLE;
+        loop {
+            let left =
+                app_sessions(&mut conn, &skip, bounds).await.map_err(failed(site, "drain"))?;
+            let leaving = left.iter().any(|id| sessions.contains(id));
+            if !leaving || tokio::time::Instant::now() >= settle_until {
+                break Ok::<u32, EffectError>(u32::try_from(left.len()).unwrap_or(u32::MAX));
+            }
+            tokio::time::sleep(KILL_SETTLE_POLL).await;
+        }
     };
     Report::Drained(counted.await.map_err(|error| error.to_string()))
 }

@@ -18,6 +18,7 @@ use crate::planned::{
     Busy, Channel, ClaimSlot, FailoverRecord, Knobs, ManagerState, Observation, Probe, Reading,
     Report, RunRecord, SiteView, TargetHealth, parse_request,
 };
+use crate::restore::{bootstrap, guards};
 use crate::topology::Deferral;
 
 /// The query of the one reading the manager's observation lacks.
@@ -212,14 +213,33 @@ fn probe(
 /// (admission waits for it as TargetNotReady).
 pub(crate) fn target_health(group: &MysqlFailoverGroup, target: Option<&str>) -> TargetHealth {
     let entry = target.and_then(|target| group.status.as_ref()?.site(target));
-    let Some(entry) = entry else { return TargetHealth::default() };
+    let reclone_pending = target
+        .zip(group.status.as_ref())
+        .is_some_and(|(target, status)| guards::awaits_reclone(status, target));
+    let Some(entry) = entry else {
+        return TargetHealth { reclone_pending, ..TargetHealth::default() };
+    };
     let blocked = entry.source_convergence_state == Some(SourceConvergenceState::Blocked);
     TargetHealth {
         divergence_report: blocked
             && entry.source_convergence_reason == Some(SourceConvergenceReason::GtidDiverged),
         unhealthy: entry.state != Some(SiteState::ReadOnly) || blocked,
+        reclone_pending,
         ..TargetHealth::default()
     }
+}
+
+/// The other topology changes that hold the sites (the claim waits for them): an emergency
+/// failover in flight, a bootstrap restore not yet succeeded.
+fn busy(group: &MysqlFailoverGroup, pending_failover: bool) -> Vec<Busy> {
+    let mut busy = Vec::new();
+    if pending_failover {
+        busy.push(Busy::Promotion);
+    }
+    if bootstrap::plan::gated(group) {
+        busy.push(Busy::Bootstrap);
+    }
+    busy
 }
 
 /// What one pass needs besides the group.
@@ -284,8 +304,8 @@ pub(crate) fn observation(group: &MysqlFailoverGroup, inputs: Inputs<'_>) -> Obs
         knobs: knobs(group),
         manager: ManagerState::Ready,
         claim: claim_slot(inputs.claim),
-        busy: if inputs.pending_failover { vec![Busy::Promotion] } else { Vec::new() },
-        concurrent_operation: false,
+        busy: busy(group, inputs.pending_failover),
+        concurrent_operation: group.status.as_ref().is_some_and(guards::in_place_in_progress),
         reservation_refused: None,
         deployment_hold: None,
         target_health,
@@ -408,6 +428,62 @@ mod tests {
         let down = with(site(SiteState::Unreachable, None, None));
         assert!(target_health(&down, Some("pdx")).unhealthy);
         assert!(!target_health(&down, Some("fra")).unhealthy, "no entry: the live checks");
+    }
+
+    #[test]
+    fn a_restore_in_progress_and_a_queued_target_come_from_status() {
+        use bloodraven_crd::group::{
+            RestoreInPlacePhase, RestoreInPlaceStatus, RestoreReclones, RestoreReclonesPhase,
+        };
+        let queue = |phase| RestoreReclones {
+            phase: Some(phase),
+            pending: vec!["pdx".into()],
+            ..RestoreReclones::default()
+        };
+        let run = |phase| RestoreInPlaceStatus { phase: Some(phase), ..Default::default() };
+        let with = |status: MysqlFailoverGroupStatus| group(status);
+        let idle = with(MysqlFailoverGroupStatus::default());
+        assert!(!guards::in_place_in_progress(idle.status.as_ref().unwrap()));
+        for (status, in_progress) in [
+            (
+                MysqlFailoverGroupStatus {
+                    restore_in_place: Some(run(RestoreInPlacePhase::Restoring)),
+                    ..Default::default()
+                },
+                true,
+            ),
+            (
+                MysqlFailoverGroupStatus {
+                    restore_in_place: Some(run(RestoreInPlacePhase::Preflight)),
+                    ..Default::default()
+                },
+                false,
+            ),
+            (
+                MysqlFailoverGroupStatus {
+                    restore_in_place: Some(run(RestoreInPlacePhase::Succeeded)),
+                    restore_reclones: Some(queue(RestoreReclonesPhase::Armed)),
+                    ..Default::default()
+                },
+                true,
+            ),
+            (
+                MysqlFailoverGroupStatus {
+                    restore_in_place: Some(run(RestoreInPlacePhase::Succeeded)),
+                    restore_reclones: Some(queue(RestoreReclonesPhase::Draining)),
+                    ..Default::default()
+                },
+                false,
+            ),
+        ] {
+            assert_eq!(guards::in_place_in_progress(&status), in_progress, "{status:?}");
+        }
+        let held = with(MysqlFailoverGroupStatus {
+            restore_reclones: Some(queue(RestoreReclonesPhase::Held)),
+            ..Default::default()
+        });
+        assert!(target_health(&held, Some("pdx")).reclone_pending, "pdx is queued");
+        assert!(!target_health(&held, Some("fra")).reclone_pending, "fra is not");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::job::{BootstrapJobInput, build};
-use super::pitr::Expected;
+use super::pitr::{Expected, earliest_failure, main_message};
 use super::plan::{Decision, JobState, Rollout, View, decide, default_seed, job_name, record};
 use crate::observe::Account;
 use crate::restore::clone::reclone_site;
@@ -155,7 +155,7 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
                     *detail = found;
                 }
             }
-            _ => verdict = pod.and_then(main_message),
+            _ => verdict = pod.and_then(|pod| main_message(pod, "restore")),
         }
     }
     let job = state;
@@ -277,39 +277,6 @@ pub async fn pass(ctx: &BootstrapContext<'_>) -> Result<Passed, BootstrapIoError
             Ok(Passed::Acted)
         }
     }
-}
-
-/// The message of the earliest failing container of a restore Job's pod: the init containers
-/// in order, then the main one (`None`: no container failed with a message).
-fn earliest_failure(pod: &Pod) -> Option<String> {
-    let status = pod.status.as_ref()?;
-    status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
-        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
-        .find(|terminated| terminated.exit_code != 0)
-        .and_then(|terminated| terminated.message.clone())
-        .filter(|message| !message.is_empty())
-}
-
-/// The termination message of a restore Job's main container (the verdict), when it
-/// terminated with exit code 0.
-fn main_message(pod: &Pod) -> Option<String> {
-    let status = pod.status.as_ref()?;
-    status
-        .container_statuses
-        .iter()
-        .flatten()
-        .find(|c| c.name == "restore")?
-        .state
-        .as_ref()?
-        .terminated
-        .as_ref()
-        .filter(|terminated| terminated.exit_code == 0)?
-        .message
-        .clone()
 }
 
 /// The Warning Events of an accepted replay: excluded divergent transactions, on-history

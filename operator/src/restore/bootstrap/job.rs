@@ -218,8 +218,9 @@ pub fn build(input: &BootstrapJobInput<'_>) -> Result<BootstrapJob, BootstrapJob
         super::pitr::add_steps(
             &mut job,
             &super::pitr::Steps {
-                point_in_time,
+                exclude_gtids: point_in_time.exclude_gtids.clone().unwrap_or_default(),
                 expected: &expected,
+                main_subcommand: "pitr-restore",
                 backup_gtid_executed: gtid_executed,
                 archive,
             },

@@ -5,9 +5,15 @@
 //!   `skipBinlog: false`, the archive profile, PITRArchiveDestinationShared).
 //! - [`add_steps`]: the Job's PITR steps: init containers `dump-meta` (the backup's storage)
 //!   and `pitr-download` (the archive profile's storage), then the main container
-//!   `pitr-restore` (the load, the replay, the proof; the verdict as termination message).
+//!   (`pitr-restore` here, `verify` in a verification Job: the load, the replay, the proof; the
+//!   verdict as termination message).
 //! - [`refusal_in`]: the refusal token and line of a failed step's message.
 //! - [`accept`]: the verdict checked against what was rendered, as `PointInTimeResult`.
+//! - [`earliest_failure`], [`main_message`]: the failed step's message and the main
+//!   container's verdict, read from the Job's pod.
+//!
+//! A verification (`MysqlBackupVerification`, `backup::verification`) reuses all of it with
+//! mode Latest (an empty stop time: pitr-download plans to the archive head).
 
 use std::collections::BTreeMap;
 
@@ -18,7 +24,9 @@ use bloodraven_crd::group::{
     PointInTimeOutcome, PointInTimeResult, PointInTimeSpec,
 };
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, EnvVar, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{
+    Container, EmptyDirVolumeSource, EnvVar, Pod, Volume, VolumeMount,
+};
 use sha2::{Digest as _, Sha256};
 
 use crate::backup::job::env;
@@ -178,7 +186,8 @@ pub fn check<'a>(
 /// What the verdict must match: what was rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expected {
-    /// `pointInTime.stopTime` as written.
+    /// `pointInTime.stopTime` as written; empty: mode Latest (a verification's replay to the
+    /// archive head).
     pub stop_time: String,
     /// `pointInTime.allowPartial`.
     pub allow_partial: bool,
@@ -193,9 +202,18 @@ pub struct Expected {
 impl Expected {
     /// From the spec and the backup.
     pub fn new(point_in_time: &PointInTimeSpec, backup: &MysqlBackup) -> Expected {
+        Expected::of_backup(
+            point_in_time.stop_time.clone(),
+            point_in_time.allow_partial == Some(true),
+            backup,
+        )
+    }
+
+    /// A replay of `backup` to `stop_time` (empty: the archive head) from a plaintext archive.
+    pub fn of_backup(stop_time: String, allow_partial: bool, backup: &MysqlBackup) -> Expected {
         Expected {
-            stop_time: point_in_time.stop_time.clone(),
-            allow_partial: point_in_time.allow_partial == Some(true),
+            stop_time,
+            allow_partial,
             encryption_mode: "None".to_owned(),
             source_uid: backup
                 .status
@@ -209,6 +227,11 @@ impl Expected {
 }
 
 impl Expected {
+    /// Mode Latest: no target, the archive head.
+    pub fn latest(&self) -> bool {
+        self.stop_time.is_empty()
+    }
+
     /// What a built Job rendered (`None`: the Job has no PITR steps). The verdict is checked
     /// against the Job that ran, not against a spec or backup read later.
     pub fn from_job(job: &Job) -> Option<Expected> {
@@ -242,10 +265,13 @@ impl Expected {
 /// What the PITR steps are built from.
 #[derive(Clone, Debug)]
 pub struct Steps<'a> {
-    /// The request.
-    pub point_in_time: &'a PointInTimeSpec,
-    /// What the verdict names.
+    /// `pointInTime.excludeGtids` as written ("" when unset).
+    pub exclude_gtids: String,
+    /// What the verdict names (the target, empty for mode Latest, and allowPartial).
     pub expected: &'a Expected,
+    /// The main container's subcommand: `pitr-restore` (the bootstrap restore) or `verify`
+    /// (a verification, which replays into its scratch server).
+    pub main_subcommand: &'a str,
     /// The backup's `status.gtidExecuted` ("" when unrecorded).
     pub backup_gtid_executed: String,
     /// The archive profile's Job, built as the backup Job builder builds it (only its storage
@@ -270,7 +296,8 @@ fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     }
 }
 
-/// Adds the PITR steps to the bootstrap restore Job (whose first container is the load).
+/// Adds the PITR steps to a Job whose first container loads the backup (the bootstrap
+/// restore's `restore`, a verification's `verify`).
 pub fn add_steps(job: &mut Job, steps: &Steps<'_>) {
     let Some(archive) = container(steps.archive).cloned() else { return };
     // The archive profile's volumes, renamed so they cannot collide with the backup's.
@@ -307,16 +334,24 @@ pub fn add_steps(job: &mut Job, steps: &Steps<'_>) {
         return;
     };
     let Some(main) = pod.containers.first_mut() else { return };
-    let spec = steps.point_in_time;
-    let exclude = spec.exclude_gtids.clone().unwrap_or_default();
-    let allow_partial = spec.allow_partial == Some(true);
+    let exclude = steps.exclude_gtids.clone();
+    let allow_partial = steps.expected.allow_partial;
     let dump_meta_file = format!("{DUMP_META_DIR}/dump.json");
 
     let mut dump_meta = main.clone();
     dump_meta.name = "dump-meta".to_owned();
     dump_meta.command = Some(vec!["bloodraven-sidecar".to_owned(), "dump-meta".to_owned()]);
     let envs = dump_meta.env.get_or_insert_with(Vec::new);
-    envs.retain(|e| !e.name.starts_with("MYSQL_") && e.name != "BLOODRAVEN_MYSQL_CREDS_DIR");
+    envs.retain(|e| {
+        !e.name.starts_with("MYSQL_")
+            && !matches!(
+                e.name.as_str(),
+                "BLOODRAVEN_MYSQL_CREDS_DIR"
+                    | "BLOODRAVEN_SOURCE_UID"
+                    | "BLOODRAVEN_BACKUP_GTID_EXECUTED"
+                    | "BLOODRAVEN_PITR_DUMP_META"
+            )
+    });
     envs.extend([
         env("BLOODRAVEN_SOURCE_UID", steps.expected.source_uid.clone().unwrap_or_default()),
         env("BLOODRAVEN_BACKUP_GTID_EXECUTED", steps.backup_gtid_executed.clone()),
@@ -333,7 +368,7 @@ pub fn add_steps(job: &mut Job, steps: &Steps<'_>) {
     envs.retain(|e| is_storage(&e.name) || matches!(e.name.as_str(), "TZ" | "HOME"));
     envs.extend([
         env("BLOODRAVEN_PITR_DUMP_META", dump_meta_file),
-        env("BLOODRAVEN_PITR_STOP_TIME", spec.stop_time.clone()),
+        env("BLOODRAVEN_PITR_STOP_TIME", steps.expected.stop_time.clone()),
         env("BLOODRAVEN_PITR_EXCLUDE_GTIDS", exclude),
         env("BLOODRAVEN_PITR_ALLOW_PARTIAL", allow_partial.to_string()),
         env("BLOODRAVEN_PITR_STAGING", STAGING_DIR),
@@ -357,7 +392,7 @@ pub fn add_steps(job: &mut Job, steps: &Steps<'_>) {
     mounts.push(mount("pitr-binlogs", STAGING_DIR, false));
     download.volume_mounts = Some(mounts);
 
-    main.command = Some(vec!["bloodraven-sidecar".to_owned(), "pitr-restore".to_owned()]);
+    main.command = Some(vec!["bloodraven-sidecar".to_owned(), steps.main_subcommand.to_owned()]);
     main.termination_message_path = Some(TERMINATION_LOG.to_owned());
     main.env.get_or_insert_with(Vec::new).extend([
         env("BLOODRAVEN_PITR_STAGING", STAGING_DIR),
@@ -412,7 +447,7 @@ pub fn refusal_in(message: &str) -> Option<(PitrToken, String)> {
 pub enum VerdictError {
     /// No verdict line.
     #[error(
-        "the restore Job succeeded without a BLOODRAVEN_PITR_VERDICT in its main container's termination message"
+        "the Job succeeded without a BLOODRAVEN_PITR_VERDICT in its main container's termination message"
     )]
     Missing,
     /// A field is missing or unreadable.
@@ -490,31 +525,45 @@ pub fn accept(
         }
     };
     same("v", text("v")?, "2")?;
-    same("mode", text("mode")?, "timestamp")?;
-    let stop = text("stop")?;
-    let wanted: jiff::Timestamp =
-        expected.stop_time.parse().map_err(|_| VerdictError::Field { field: "stop" })?;
-    let found: jiff::Timestamp = stop.parse().map_err(|_| VerdictError::Field { field: "stop" })?;
-    if found != wanted {
-        return Err(VerdictError::Mismatch {
-            field: "stop",
-            found: stop,
-            expected: expected.stop_time.clone(),
-        });
-    }
-    let outcome = match text("outcome")?.as_str() {
-        "TargetCovered" => PointInTimeOutcome::TargetCovered,
-        "Partial" if expected.allow_partial => PointInTimeOutcome::Partial,
-        other => {
+    let outcome = if expected.latest() {
+        same("mode", text("mode")?, "latest")?;
+        if let Some(stop) = fields.get("stop") {
             return Err(VerdictError::Mismatch {
-                field: "outcome",
-                found: other.to_owned(),
-                expected: if expected.allow_partial {
-                    "TargetCovered or Partial".to_owned()
-                } else {
-                    "TargetCovered".to_owned()
-                },
+                field: "stop",
+                found: stop.clone(),
+                expected: "none (mode Latest)".to_owned(),
             });
+        }
+        same("outcome", text("outcome")?, "Latest")?;
+        PointInTimeOutcome::Latest
+    } else {
+        same("mode", text("mode")?, "timestamp")?;
+        let stop = text("stop")?;
+        let wanted: jiff::Timestamp =
+            expected.stop_time.parse().map_err(|_| VerdictError::Field { field: "stop" })?;
+        let found: jiff::Timestamp =
+            stop.parse().map_err(|_| VerdictError::Field { field: "stop" })?;
+        if found != wanted {
+            return Err(VerdictError::Mismatch {
+                field: "stop",
+                found: stop,
+                expected: expected.stop_time.clone(),
+            });
+        }
+        match text("outcome")?.as_str() {
+            "TargetCovered" => PointInTimeOutcome::TargetCovered,
+            "Partial" if expected.allow_partial => PointInTimeOutcome::Partial,
+            other => {
+                return Err(VerdictError::Mismatch {
+                    field: "outcome",
+                    found: other.to_owned(),
+                    expected: if expected.allow_partial {
+                        "TargetCovered or Partial".to_owned()
+                    } else {
+                        "TargetCovered".to_owned()
+                    },
+                });
+            }
         }
     };
     same("encryptionMode", text("encryptionMode")?, &expected.encryption_mode)?;
@@ -540,8 +589,12 @@ pub fn accept(
     let on_history = number("onHistoryExcluded")?;
     Ok(PointInTimeResult {
         outcome: Some(outcome),
-        mode: Some(PointInTimeMode::Timestamp),
-        stop_time: Some(expected.stop_time.clone()),
+        mode: Some(if expected.latest() {
+            PointInTimeMode::Latest
+        } else {
+            PointInTimeMode::Timestamp
+        }),
+        stop_time: Some(expected.stop_time.clone()).filter(|stop| !stop.is_empty()),
         archive_id: Some(text("archive")?),
         encryption_mode: Some(EncryptionMode::parse(&expected.encryption_mode)),
         source_uid: Some(source_uid).filter(|uid| !uid.is_empty()),
@@ -566,4 +619,37 @@ pub fn accept(
             .collect(),
         extra: Default::default(),
     })
+}
+
+/// The message of the earliest failing container of a PITR Job's pod: the init containers in
+/// order, then the main one (`None`: no container failed with a message).
+pub fn earliest_failure(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref())
+        .find(|terminated| terminated.exit_code != 0)
+        .and_then(|terminated| terminated.message.clone())
+        .filter(|message| !message.is_empty())
+}
+
+/// The termination message of a PITR Job's main container `container` (the verdict), when it
+/// terminated with exit code 0.
+pub fn main_message(pod: &Pod, container: &str) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|c| c.name == container)?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+        .filter(|terminated| terminated.exit_code == 0)?
+        .message
+        .clone()
 }
