@@ -201,6 +201,7 @@ fn replica_from_row(row: &Row) -> ReplicaObservation {
         source_host: column_string(row, "Source_Host"),
         source_port: column_string(row, "Source_Port").parse().unwrap_or(0),
         io_running: column_string(row, "Replica_IO_Running") == "Yes",
+        io_connecting: column_string(row, "Replica_IO_Running") == "Connecting",
         sql_running: column_string(row, "Replica_SQL_Running") == "Yes",
         seconds_behind_source: column_string(row, "Seconds_Behind_Source").parse().ok(),
         auto_position: column_string(row, "Auto_Position") == "1",

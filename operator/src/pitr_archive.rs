@@ -387,11 +387,21 @@ pub fn status_body(roll: &RollUp, group: &MysqlFailoverGroup, now: Timestamp) ->
     let mut conditions: Vec<Condition> =
         previous.into_iter().filter(|c| c.type_ != ConditionType::PitrArchiveReady).collect();
     conditions.push(ours);
+    // The group-wide bounds: the oldest and the newest archived time any site reports
+    // (retention and freshness; a site that reports none does not count).
+    let oldest = roll.sites.iter().filter_map(|site| site.oldest_archived_time.clone()).min();
+    let newest = roll.sites.iter().filter_map(|site| site.newest_archived_time.clone()).max();
+    let mut pitr = serde_json::json!({ "archive": roll.archive, "sites": roll.sites });
+    for (key, value) in [("oldestArchivedTime", oldest), ("newestArchivedTime", newest)] {
+        if let Some(value) = value {
+            pitr[key] = serde_json::json!(value);
+        }
+    }
     serde_json::json!({
         "apiVersion": format!("{}/{}", bloodraven_crd::API_GROUP, bloodraven_crd::API_VERSION),
         "kind": "MysqlFailoverGroup",
         "status": {
-            "pitr": { "archive": roll.archive, "sites": roll.sites },
+            "pitr": pitr,
             "conditions": conditions,
         },
     })

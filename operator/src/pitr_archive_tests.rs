@@ -183,3 +183,32 @@ fn the_status_body_carries_the_other_conditions_and_keeps_the_transition_time() 
     let later = condition(&roll, &previous, None, at(60));
     assert_eq!(later.last_transition_time, previous[0].last_transition_time);
 }
+
+#[test]
+fn the_group_wide_archived_times_bound_every_site_reporting_one() {
+    let group = GroupFixture::three_sites().build();
+    let with_times = |oldest: &str, newest: &str| {
+        let mut answer = healthy("Verified");
+        answer["oldestArchivedTime"] = json!(oldest);
+        answer["newestArchivedTime"] = json!(newest);
+        SitePoll::Answered(answer)
+    };
+    let polls = sites(vec![
+        with_times("2027-01-15T07:00:00Z", "2027-01-15T08:00:00Z"),
+        with_times("2027-01-15T06:00:00Z", "2027-01-15T07:30:00Z"),
+        SitePoll::Answered(healthy("Verified")),
+    ]);
+    let roll = roll_up(&render(), &polls, at(0));
+    let body = status_body(&roll, &group, at(0));
+    let pitr = &body["status"]["pitr"];
+    assert_eq!(pitr["oldestArchivedTime"], "2027-01-15T06:00:00Z", "{pitr}");
+    assert_eq!(pitr["newestArchivedTime"], "2027-01-15T08:00:00Z", "{pitr}");
+    // No site reports one: the fields are left out, not written null.
+    let polls = sites(vec![
+        SitePoll::Answered(healthy("Verified")),
+        SitePoll::Answered(healthy("Verified")),
+        SitePoll::Answered(healthy("Verified")),
+    ]);
+    let body = status_body(&roll_up(&render(), &polls, at(0)), &group, at(0));
+    assert!(body["status"]["pitr"].get("newestArchivedTime").is_none(), "{body}");
+}

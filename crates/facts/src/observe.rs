@@ -34,6 +34,9 @@ pub struct ReplicaObservation {
     pub source_port: u16,
     /// `Replica_IO_Running` is `Yes`.
     pub io_running: bool,
+    /// `Replica_IO_Running` is `Connecting`: the receiver is started and retries its source
+    /// (it receives the moment the source answers).
+    pub io_connecting: bool,
     /// `Replica_SQL_Running` is `Yes`.
     pub sql_running: bool,
     /// `Seconds_Behind_Source`; `None` when the server reports NULL.

@@ -1,5 +1,6 @@
-//! `batch/v1` Jobs: the lab kubelet runs a Job's pod template's first container as a local
-//! process, one attempt (one Pod `<job>-<5 chars>`) at a time, and writes the Job's and the
+//! `batch/v1` Jobs: the lab kubelet runs a Job's pod template's init containers (in order, each
+//! to completion) and then its first container as local processes, one attempt (one Pod
+//! `<job>-<5 chars>`) at a time, and writes the Job's and the
 //! Pod's status in the shape Kubernetes does, so the operator's production code reads it.
 //!
 //! | Kubernetes | lab |
@@ -8,15 +9,18 @@
 //! | `env` `value` / `valueFrom` `secretKeyRef`, `configMapKeyRef`, `fieldRef` (`metadata.name`/`namespace`, `spec.nodeName`, `status.podIP`) | the same values; a missing non-optional Secret/ConfigMap/key keeps the Pod `Pending` with `CreateContainerConfigError` (re-read every second) |
 //! | a cluster Service name: `<X>_HOST=<svc>.<ns>.svc[.cluster.local]` with `<X>_PORT=<port>`, or a value `<svc>.<ns>.svc[.cluster.local]:<port>` | the Service port's proxy link (`service/<ns>/<svc>:<port>`, as [`crate::LabResolver`] makes it; a Service with no endpoint yet gets a link that refuses until the kubelet re-points it) |
 //! | volumes: `secret`, `configMap` (files, `defaultMode`), `emptyDir`, `persistentVolumeClaim` | folders: `<JobConfig::root>/<ns>/<pod>/volumes/<volume>`; a claim is the same folder a site pod gets ([`crate::claims`]), the claim marked `Bound` |
-//! | `volumeMounts` | every env value and argument equal to a mount path is rewritten to the local folder (values below a mount are kept: they may be identities, such as a backup's recorded location); `BLOODRAVEN_MOUNTINFO_FILE` names a mount table listing each mount (what `bloodraven-store`'s PVC check reads) |
-//! | container log | stdout and stderr appended to `<JobConfig::root>/<ns>/<pod>/container.log` ([`crate::Kubelet::job_log`]) |
+//! | `volumeMounts` | every env value and argument equal to a mount path is rewritten to the local folder (values below a mount are kept: they may be identities, such as a backup's recorded location); `BLOODRAVEN_MOUNTINFO_FILE` names the container's own mount table listing each of its mounts by resolved path (what `bloodraven-store`'s PVC check reads; it compares canonical paths) |
+//! | `initContainers` | run in order, each to completion, before the main container, each with its own command, environment and mounts (the pod's volumes, emptyDirs included, are one folder per volume shared by all); a non-zero exit fails the attempt (`restartPolicy: Never` semantics: the later containers never start); the Pod is `Pending` with `Initialized` False and the main container `waiting: PodInitializing` meanwhile; `status.initContainerStatuses[]` as a kubelet writes them |
+//! | `terminationMessagePath` (default `/dev/termination-log`) | a file per container (`<pod folder>/termination-log`, `<pod folder>/init/<name>/termination-log`), created empty; an env value or argument equal to the path is rewritten to it; once the container ended its last 4096 bytes are `state.terminated.message` |
+//! | `readOnly` mounts (or a claim volume's `readOnly`) | listed `ro` in the container's mount table; the folder itself is not made read-only (another container or a site may share it) |
+//! | container log | stdout and stderr appended to `<JobConfig::root>/<ns>/<pod>/container.log` for the main container ([`crate::Kubelet::job_log`], what `pods/log` serves: the lab API server ignores `?container=`), `<pod folder>/init/<name>/container.log` for an init container ([`crate::Kubelet::job_container_log`]) |
 //! | `restartPolicy` `Never`/`OnFailure` | both: a failed attempt is a new Pod; `backoffLimit` (default 6) failed attempts + 1 → `Failed`/`BackoffLimitExceeded`; retried after [`JobConfig::retry_delay`] (Kubernetes: 10 s doubling) |
 //! | `activeDeadlineSeconds` | from `status.startTime`: the running process is SIGKILLed, `Failed`/`DeadlineExceeded` |
-//! | `terminationMessagePolicy: FallbackToLogsOnError` | a failed container's `terminated.message` is the log's last 80 lines / 2048 bytes |
+//! | `terminationMessagePolicy: FallbackToLogsOnError` | a failed container whose termination-message file is empty gets its log's last 80 lines / 2048 bytes as `terminated.message` |
 //! | `suspend: true` | not started |
 //! | Job deleted | its process SIGKILLed; its Pods are left to the API server's garbage collector |
 //! | kubelet restarts | a Job with a terminal condition is left alone; any other is run again from its recorded `failed`/`succeeded` counts (the earlier kubelet's process died with it) |
-//! | `completions`/`parallelism`, `ttlSecondsAfterFinished`, pod failure policy, init containers | not supported: one completion, one container |
+//! | `completions`/`parallelism`, `ttlSecondsAfterFinished`, pod failure policy, sidecar (restartable) init containers | not supported: one completion, one main container |
 
 pub mod plan;
 pub mod status;
@@ -39,7 +43,7 @@ use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use self::plan::{Inputs, Place, PlanError};
-use self::status::{Container, Counts, End};
+use self::status::{Container, Counts, End, Named};
 use crate::LabResolver;
 
 /// How the lab runs Jobs.
@@ -97,10 +101,13 @@ pub struct JobPod {
     pub pod: String,
     /// The process while it runs.
     pub pid: Option<u32>,
-    /// Its exit code once it ended (`None` while running or when killed by a signal).
+    /// Its exit code once it ended (`None` while running or when killed by a signal): the
+    /// main container's, or the failed init container's.
     pub exit_code: Option<i32>,
-    /// The container log.
+    /// The main container's log.
     pub log: PathBuf,
+    /// Every container's log by container name (init containers and the main one).
+    pub logs: BTreeMap<String, PathBuf>,
 }
 
 /// Attempts by `(namespace, pod)`.
@@ -270,15 +277,35 @@ impl Worker {
         }
     }
 
-    async fn write_pod(&self, pod: &str, container: &Container, created: jiff::Timestamp) {
+    /// Writes the attempt's Pod status: `init` the init containers' states in order (empty:
+    /// none), `main` the main container's.
+    async fn write_pod(
+        &self,
+        pod: &str,
+        init: &[Container],
+        main: &Container,
+        created: jiff::Timestamp,
+    ) {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
-        let first = plan::first_container(&self.spec().template).cloned().unwrap_or_default();
-        let body = status::pod_status(
-            &first.name,
-            first.image.as_deref().unwrap_or_default(),
-            container,
-            created,
-        );
+        let template = self.spec().template;
+        let first = plan::first_container(&template).cloned().unwrap_or_default();
+        let specs = template.spec.as_ref().and_then(|spec| spec.init_containers.clone());
+        let specs = specs.unwrap_or_default();
+        let init: Vec<Named<'_>> = specs
+            .iter()
+            .zip(init)
+            .map(|(spec, state)| Named {
+                name: &spec.name,
+                image: spec.image.as_deref().unwrap_or_default(),
+                state,
+            })
+            .collect();
+        let main = Named {
+            name: &first.name,
+            image: first.image.as_deref().unwrap_or_default(),
+            state: main,
+        };
+        let body = status::pod_status(&init, &main, created);
         let patch = Patch::Merge(json!({ "status": body }));
         if let Err(error) = pods.patch_status(pod, &PatchParams::default(), &patch).await {
             warn!(%pod, %error, "cannot write the job pod's status");
@@ -398,7 +425,9 @@ impl Worker {
         Ok(inputs)
     }
 
-    /// Creates the attempt's Pod, prepares and runs its process.
+    /// Creates the attempt's Pod, prepares it, runs its init containers in order (each to
+    /// completion; a failed one fails the attempt and the later ones never start), then its
+    /// main container.
     async fn attempt(
         &self,
         pod: &str,
@@ -417,11 +446,23 @@ impl Worker {
         counts.active = 1;
         self.write_job(*counts, start, None).await;
         let scratch = self.config.root.join(&self.namespace).join(pod);
-        let log = scratch.join("container.log");
         let template = self.spec().template;
-        let policy = plan::first_container(&template)
-            .and_then(|c| c.termination_message_policy.clone())
-            .unwrap_or_default();
+        let init_count = template
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.init_containers.as_ref())
+            .map_or(0, Vec::len);
+        let mut states = States {
+            init: vec![Container::initializing(); init_count],
+            main: if init_count == 0 {
+                Container::Waiting {
+                    reason: "ContainerCreating".to_owned(),
+                    message: String::new(),
+                }
+            } else {
+                Container::initializing()
+            },
+        };
         let fail = |message: String, reason: &str| Container::Terminated {
             pid: None,
             exit_code: 128,
@@ -447,11 +488,11 @@ impl Worker {
             match result {
                 Ok(planned) => break planned,
                 Err(PlanError::Config(message)) => {
-                    let waiting = Container::Waiting {
+                    *states.first() = Container::Waiting {
                         reason: "CreateContainerConfigError".to_owned(),
                         message,
                     };
-                    self.write_pod(pod, &waiting, created).await;
+                    self.write_pod(pod, &states.init, &states.main, created).await;
                     if wait(stop, Duration::from_secs(1), deadline).await {
                         return Attempt::Stopped;
                     }
@@ -460,41 +501,93 @@ impl Worker {
                     }
                 }
                 Err(error) => {
-                    warn!(%pod, %error, "cannot start the job's container");
-                    self.write_pod(pod, &fail(error.to_string(), "StartError"), created).await;
+                    warn!(%pod, %error, "cannot start the job's containers");
+                    *states.first() = fail(error.to_string(), "StartError");
+                    self.write_pod(pod, &states.init, &states.main, created).await;
                     return Attempt::Failed;
                 }
             }
         };
-        let child = match prepare(&planned).and_then(|()| spawn(&planned, &scratch, &log)) {
-            Ok(child) => child,
-            Err(error) => {
-                let message = format!("cannot start {}: {error}", planned.program.display());
-                warn!(%pod, %message, "cannot start the job's container");
-                self.write_pod(pod, &fail(message, "StartError"), created).await;
-                return Attempt::Failed;
-            }
-        };
-        let mut child = child;
-        let pid = child.id();
-        let started_at = now();
-        info!(job = %self.name, %pod, ?pid, "job container started");
+        if let Err(error) = prepare(&planned) {
+            let message = format!(
+                "cannot prepare the pod's volumes and files in {}: {error}",
+                scratch.display()
+            );
+            warn!(%pod, %message, "cannot start the job's containers");
+            *states.first() = fail(message, "StartError");
+            self.write_pod(pod, &states.init, &states.main, created).await;
+            return Attempt::Failed;
+        }
         let key = (self.namespace.clone(), pod.to_owned());
+        let logs = planned
+            .init
+            .iter()
+            .chain([&planned.main])
+            .map(|step| (step.name.clone(), step.log.clone()))
+            .collect();
         self.table.lock().insert(
             key.clone(),
             JobPod {
                 job: self.name.clone(),
                 pod: pod.to_owned(),
-                pid,
+                pid: None,
                 exit_code: None,
-                log: log.clone(),
+                log: planned.main.log.clone(),
+                logs,
             },
         );
-        self.write_pod(pod, &Container::Running { pid, started_at }, created).await;
-        counts.ready = 1;
-        self.write_job(*counts, start, None).await;
+        let mut run = Run { pod, key: &key, created, deadline, counts, start, states: &mut states };
+        for (index, step) in planned.init.iter().enumerate() {
+            let outcome = self.run_step(&mut run, step, Some(index), stop).await;
+            if !matches!(outcome, Attempt::Succeeded) {
+                return outcome;
+            }
+        }
+        self.run_step(&mut run, &planned.main, None, stop).await
+    }
+
+    /// Runs one container of the attempt to its end and records it in the Pod's status:
+    /// `slot` is the init container's index, `None` the main container.
+    async fn run_step(
+        &self,
+        run: &mut Run<'_>,
+        step: &plan::Step,
+        slot: Option<usize>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Attempt {
+        let pod = run.pod;
+        let mut child = match spawn(step, &self.config.root.join(&self.namespace).join(pod)) {
+            Ok(child) => child,
+            Err(error) => {
+                let message = format!("cannot start {}: {error}", step.program.display());
+                warn!(%pod, container = %step.name, %message, "cannot start the job's container");
+                *run.states.slot(slot) = Container::Terminated {
+                    pid: None,
+                    exit_code: 128,
+                    reason: "StartError".to_owned(),
+                    message,
+                    started_at: now(),
+                    finished_at: now(),
+                };
+                self.write_pod(pod, &run.states.init, &run.states.main, run.created).await;
+                self.record_end(run.key, 128);
+                return Attempt::Failed;
+            }
+        };
+        let pid = child.id();
+        let started_at = now();
+        info!(job = %self.name, %pod, container = %step.name, ?pid, "job container started");
+        if let Some(entry) = self.table.lock().get_mut(run.key) {
+            entry.pid = pid;
+        }
+        *run.states.slot(slot) = Container::Running { pid, started_at };
+        self.write_pod(pod, &run.states.init, &run.states.main, run.created).await;
+        if slot.is_none() {
+            run.counts.ready = 1;
+            self.write_job(*run.counts, run.start, None).await;
+        }
         let sleep_deadline = async {
-            match deadline {
+            match run.deadline {
                 Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
@@ -517,9 +610,11 @@ impl Worker {
                 (137, Attempt::Deadline)
             }
         };
-        if let Some(entry) = self.table.lock().get_mut(&key) {
+        if let Some(entry) = self.table.lock().get_mut(run.key) {
             entry.pid = None;
-            entry.exit_code = Some(exit);
+        }
+        if slot.is_none() || !matches!(outcome, Attempt::Succeeded) {
+            self.record_end(run.key, exit);
         }
         if matches!(outcome, Attempt::Stopped) {
             return outcome;
@@ -529,13 +624,14 @@ impl Worker {
             Attempt::Deadline => "DeadlineExceeded",
             _ => "Error",
         };
-        let message = if exit != 0 && policy == "FallbackToLogsOnError" {
-            status::log_tail(&std::fs::read_to_string(&log).unwrap_or_default())
-        } else {
-            String::new()
-        };
-        info!(job = %self.name, %pod, exit, "job container ended");
-        let terminated = Container::Terminated {
+        let message = status::termination_message(
+            &read_lossy(&step.termination_file),
+            exit,
+            step.fallback_to_logs,
+            &read_lossy(&step.log),
+        );
+        info!(job = %self.name, %pod, container = %step.name, exit, "job container ended");
+        *run.states.slot(slot) = Container::Terminated {
             pid,
             exit_code: exit,
             reason: reason.to_owned(),
@@ -543,9 +639,56 @@ impl Worker {
             started_at,
             finished_at: now(),
         };
-        self.write_pod(pod, &terminated, created).await;
+        self.write_pod(pod, &run.states.init, &run.states.main, run.created).await;
         outcome
     }
+
+    /// Records how the attempt's process ended in the kubelet's table.
+    fn record_end(&self, key: &(String, String), exit: i32) {
+        if let Some(entry) = self.table.lock().get_mut(key) {
+            entry.pid = None;
+            entry.exit_code = Some(exit);
+        }
+    }
+}
+
+/// The states of an attempt's containers.
+struct States {
+    init: Vec<Container>,
+    main: Container,
+}
+
+impl States {
+    /// The init container `slot`, or the main container (`None`).
+    fn slot(&mut self, slot: Option<usize>) -> &mut Container {
+        match slot.and_then(|index| self.init.get_mut(index)) {
+            Some(init) => init,
+            None => &mut self.main,
+        }
+    }
+
+    /// The container that starts first (the first init container, else the main one).
+    fn first(&mut self) -> &mut Container {
+        self.slot(Some(0))
+    }
+}
+
+/// One attempt in progress, as its steps share it.
+struct Run<'a> {
+    pod: &'a str,
+    key: &'a (String, String),
+    created: jiff::Timestamp,
+    deadline: Option<tokio::time::Instant>,
+    counts: &'a mut Counts,
+    start: jiff::Timestamp,
+    states: &'a mut States,
+}
+
+/// A file's text (lossy), empty when it cannot be read.
+fn read_lossy(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
 }
 
 /// Creates the plan's folders and files.
@@ -563,21 +706,31 @@ fn prepare(planned: &plan::Plan) -> std::io::Result<()> {
         std::fs::write(&file.path, &file.contents)?;
         std::fs::set_permissions(&file.path, std::fs::Permissions::from_mode(file.mode))?;
     }
+    // Each container's mount table, its folders resolved as the kernel lists them (a claim's
+    // folder may be a symbolic link; the PVC store check compares resolved paths).
+    for table in planned.init.iter().chain([&planned.main]).filter_map(|s| s.mount_table.as_ref()) {
+        if let Some(parent) = table.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let text =
+            table.text(|local| std::fs::canonicalize(local).unwrap_or_else(|_| local.to_owned()));
+        std::fs::write(&table.path, text)?;
+    }
     Ok(())
 }
 
-fn spawn(
-    planned: &plan::Plan,
-    scratch: &Path,
-    log: &Path,
-) -> std::io::Result<tokio::process::Child> {
-    let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+/// Starts one container's process, its output appended to its log.
+fn spawn(step: &plan::Step, scratch: &Path) -> std::io::Result<tokio::process::Child> {
+    if let Some(parent) = step.log.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(&step.log)?;
     let err = out.try_clone()?;
-    let mut command = Command::new(&planned.program);
+    let mut command = Command::new(&step.program);
     command
-        .args(&planned.args)
+        .args(&step.args)
         .env_clear()
-        .envs(planned.env.iter().map(|(k, v)| (k, v)))
+        .envs(step.env.iter().map(|(k, v)| (k, v)))
         .current_dir(scratch)
         .stdin(Stdio::null())
         .stdout(out)

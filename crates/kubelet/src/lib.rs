@@ -416,6 +416,19 @@ impl Kubelet {
         std::fs::read_to_string(path).ok()
     }
 
+    /// The log of container `container` (an init container or the main one) of Job Pod `pod`
+    /// in `namespace`, if the kubelet ran it.
+    pub fn job_container_log(&self, namespace: &str, pod: &str, container: &str) -> Option<String> {
+        let path = self
+            .job_table
+            .lock()
+            .get(&(namespace.to_owned(), pod.to_owned()))?
+            .logs
+            .get(container)?
+            .clone();
+        std::fs::read_to_string(path).ok()
+    }
+
     /// A pod-log source for the lab API server (`bloodraven_lab::Lab::set_pod_logs`): the
     /// container logs of the Job pods this kubelet ran, so `GET pods/<name>/log` (what the
     /// operator reads a backup's completion sentinel from) answers.

@@ -96,7 +96,10 @@ impl Runner {
         let Ok(entries) = std::fs::read_dir(&self.config.root) else { return };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() && !live.contains(&path) && !self.starting_or_stopping() {
+            // Only folders the kubelet made: a link someone put there (a test standing in for
+            // a mount) is not a claim's folder to collect.
+            let folder = entry.file_type().is_ok_and(|kind| kind.is_dir());
+            if folder && !live.contains(&path) && !self.starting_or_stopping() {
                 info!(folder = %path.display(), "removing the folder of a deleted claim");
                 if let Err(error) = std::fs::remove_dir_all(&path) {
                     tracing::warn!(folder = %path.display(), %error, "cannot remove a claim folder");

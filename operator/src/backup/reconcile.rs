@@ -239,7 +239,20 @@ pub async fn reconcile(
         .and_then(|a| a.get(names::ATTEMPT_ANNOTATION))
         .and_then(|a| a.parse().ok())
         .unwrap_or(1);
-    let pitr_archive_id = String::new();
+    // The group's active PITR archive, pinned on the Job and stamped with the dump (empty when
+    // PITR is off): a point-in-time restore or verification replays only that archive.
+    let pitr_archive_id = match bloodraven_workloads::pitr::render(&group) {
+        Ok(render) => render.map(|render| render.archive_id.to_string()).unwrap_or_default(),
+        Err(error) => {
+            tracing::warn!(
+                %namespace,
+                backup = %name,
+                %error,
+                "cannot resolve the group's PITR archive; the backup's stamp names none, so it cannot seed a point-in-time restore"
+            );
+            String::new()
+        }
+    };
     let built = match job::build(&Input {
         backup: &backup,
         group: &group,

@@ -6,7 +6,8 @@
 //! - a backup a running MysqlBackupVerification reads is never pruned (`RetentionDeferred`);
 //! - the backup the PITR archive rests on is never pruned: with `spec.backup.pitr.enabled`, the
 //!   newest successful backup with a known `gtidExecuted` that completed at or before the
-//!   archive's newest archived time (the newest base a point-in-time restore can replay
+//!   archive's newest archived time (`status.pitr.newestArchivedTime`, else the newest the
+//!   sites report in `status.pitr.sites`: the newest base a point-in-time restore can replay
 //!   forward from; without an archived time yet, the newest such backup), and every success
 //!   after it. Older backups go as the table says, so the archive can still release binlogs
 //!   (the archive follows backup retention, not the reverse).
@@ -80,6 +81,16 @@ pub fn view(backup: &MysqlBackup, reading: &BTreeSet<String>) -> BackupView {
     }
 }
 
+/// The archive's newest archived time: `status.pitr.newestArchivedTime`, or, when that is not
+/// set, the newest of the sites' `status.pitr.sites[].newestArchivedTime` (what the PITR
+/// roll-up publishes from the sidecars' `/archiver/status`).
+fn newest_archived(group: &MysqlFailoverGroup) -> Option<Timestamp> {
+    let pitr = group.status.as_ref()?.pitr.as_ref()?;
+    pitr.newest_archived_time.as_ref().map(|t| t.0).or_else(|| {
+        pitr.sites.iter().filter_map(|site| site.newest_archived_time.as_ref()).map(|t| t.0).max()
+    })
+}
+
 /// The PITR hold's cutoff (see the module documentation); `None` when PITR is off or no
 /// backup can be a base.
 pub fn pitr_cutoff(group: &MysqlFailoverGroup, backups: &[MysqlBackup]) -> Option<Timestamp> {
@@ -93,12 +104,7 @@ pub fn pitr_cutoff(group: &MysqlFailoverGroup, backups: &[MysqlBackup]) -> Optio
     if !enabled {
         return None;
     }
-    let newest_archived = group
-        .status
-        .as_ref()
-        .and_then(|s| s.pitr.as_ref())
-        .and_then(|p| p.newest_archived_time.as_ref())
-        .map(|t| t.0);
+    let newest_archived = newest_archived(group);
     group_backups(group, backups)
         .filter_map(|b| {
             let status = b.status.as_ref()?;

@@ -146,6 +146,25 @@ fn the_backup_pitr_rests_on_is_kept() {
 }
 
 #[test]
+fn the_sites_reported_reach_holds_the_base_when_the_group_wide_time_is_unset() {
+    // What the PITR roll-up publishes: each site's newestArchivedTime, no group-wide one.
+    let backups = vec![backup("old", 0, "Succeeded", true), backup("a", 10, "Succeeded", true)];
+    let mut behind = group(json!({ "keepLast": 1 }), true, None);
+    behind.status = serde_json::from_value(json!({ "pitr": { "sites": [
+        { "site": "iad", "newestArchivedTime": at(5) },
+        { "site": "pdx", "newestArchivedTime": at(3) },
+        { "site": "fra" },
+    ]}}))
+    .unwrap();
+    assert_eq!(deleted(&behind, &backups, &[]), Vec::<String>::new());
+    // One site's archive passed a (completed at minute 11): old goes.
+    let mut caught_up = behind.clone();
+    caught_up.status.as_mut().unwrap().pitr.as_mut().unwrap().sites[1].newest_archived_time =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(12)));
+    assert_eq!(deleted(&caught_up, &backups, &[]), vec!["old"]);
+}
+
+#[test]
 fn deleting_and_foreign_backups_do_not_count() {
     let group = group(json!({ "keepLast": 1 }), false, None);
     let mut going = backup("going", 5, "Succeeded", true);

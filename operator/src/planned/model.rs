@@ -50,6 +50,8 @@ pub struct Memory {
     pub last_wait: Option<(String, String)>,
     /// The drain's latest count of application sessions, or the error of its query.
     pub drain_remaining: Option<Result<u32, String>>,
+    /// When this process first announced KillAppConnections for the run.
+    pub drain_first_kill: Option<Timestamp>,
     /// The target was set back to `super_read_only=ON` and read back during the rollback.
     pub target_refenced: bool,
     /// The unfence was sent to the source during the rollback.

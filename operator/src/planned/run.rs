@@ -308,8 +308,7 @@ impl Pass<'_> {
                 ),
             );
             self.write(next);
-            self.decision.effects.push(Effect::KillAppConnections { site: source });
-            self.decision.requeue_after = self.t.drain_cadence;
+            self.kill_app_connections(source);
             return;
         }
         if expired {
@@ -374,8 +373,22 @@ impl Pass<'_> {
             self.write(next);
             return;
         }
+        self.kill_app_connections(source);
+    }
+
+    /// Announces KillAppConnections and when to look again: every `lag_poll` during the first
+    /// `drain_cadence` of the drain, then every `drain_cadence`. The first kills run before the
+    /// manager's poll publishes the fenced source without its primary label, so sessions the
+    /// application re-dials meanwhile land on the source again; killing them again once the
+    /// label is gone, rather than a second later, keeps that second out of the write outage.
+    fn kill_app_connections(&mut self, source: String) {
+        let first = *self.decision.memory.drain_first_kill.get_or_insert(self.now);
         self.decision.effects.push(Effect::KillAppConnections { site: source });
-        self.decision.requeue_after = self.t.drain_cadence;
+        self.decision.requeue_after = if self.now.duration_since(first) < self.t.drain_cadence {
+            self.t.lag_poll.min(self.t.drain_cadence)
+        } else {
+            self.t.drain_cadence
+        };
     }
 
     fn target_role_changed(&self) -> bool {

@@ -376,7 +376,9 @@ fn restore_guards(input: &PlanInput<'_>, steps: &mut Vec<Step>) {
     }
     for fact in input.facts.iter().filter(|fact| input.restore.hold_receivers.contains(&fact.name))
     {
-        if fact.replica.as_ref().is_some_and(|replica| replica.io_running) {
+        // A receiver in Connecting is started too: it receives once its source answers.
+        if fact.replica.as_ref().is_some_and(|replica| replica.io_running || replica.io_connecting)
+        {
             steps.push(Step::StopReceiver { site: fact.name.clone() });
         }
     }

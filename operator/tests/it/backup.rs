@@ -390,6 +390,49 @@ mod against_the_lab {
     }
 
     #[tokio::test]
+    async fn a_backup_of_a_group_with_pitr_on_pins_and_stamps_its_active_archive() {
+        bounded(60, async {
+            let (_lab, client) = start().await;
+            let groups: Api<MysqlFailoverGroup> = Api::namespaced(client.clone(), NS);
+            let pitr =
+                json!({"spec": {"backup": {"pitr": {"enabled": true, "profileName": "nightly"}}}});
+            groups
+                .patch("orders", &PatchParams::default(), &Patch::Merge(&pitr))
+                .await
+                .expect("PITR on");
+            let group = groups.get("orders").await.unwrap();
+            let render = bloodraven_workloads::pitr::render(&group).unwrap().expect("PITR renders");
+            let archive = render.archive_id.to_string();
+            assert!(archive.starts_with("ar1-"), "{archive}");
+
+            create_backup(&client, "b1", None).await;
+            let outcome = reconcile(&client, NS, "b1", "sidecar:test", now()).await.unwrap();
+            assert_eq!(outcome, Outcome::JobCreated("mysqlbackup-b1".into()));
+            let backups: Api<MysqlBackup> = Api::namespaced(client.clone(), NS);
+            let status = backups.get("b1").await.unwrap().status.unwrap();
+            assert_eq!(status.pitr_archive_id.as_deref(), Some(archive.as_str()));
+            let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+            let job = jobs.get("mysqlbackup-b1").await.unwrap();
+            let annotations = job.metadata.annotations.unwrap_or_default();
+            assert_eq!(annotations.get("bloodraven.shipstream.io/pitr-archive-id"), Some(&archive));
+            let container =
+                &job.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
+            let env = container
+                .env
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|e| e.name == "BLOODRAVEN_PITR_ARCHIVE_ID");
+            assert_eq!(
+                env.and_then(|e| e.value.as_deref()),
+                Some(archive.as_str()),
+                "the dump's stamp names it"
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
     async fn a_pinned_unusable_site_fails_at_once_without_a_job() {
         bounded(60, async {
             let (_lab, client) = start().await;

@@ -41,6 +41,9 @@ macro_rules! bounded_wait_for {
 }
 pub(crate) use bounded_wait_for;
 
+/// The sidecars' PVC archive folder under the lab's root.
+const PVC_ARCHIVE_DIR: &str = "a";
+
 /// What a [`LiveLab`] runs.
 pub(crate) struct LiveLabOptions<'a> {
     /// The namespace the example group is applied in and the kubelet watches.
@@ -78,6 +81,12 @@ pub(crate) struct LiveLab {
 
 impl LiveLab {
     pub(crate) async fn start(options: LiveLabOptions<'_>) -> Self {
+        Self::start_with(options, false).await
+    }
+
+    /// [`LiveLab::start`]; with `sidecars`, the sidecar binary also runs beside every mysqld
+    /// (`options.job_env` must be set), its PVC PITR archive in [`LiveLab::pvc_archive_dir`].
+    pub(crate) async fn start_with(options: LiveLabOptions<'_>, sidecars: bool) -> Self {
         let dist = MysqlDist::from_env().expect("MySQL 9.7: run `source scripts/provision.sh`");
         let sidecar = options.job_env.map(|_| {
             SidecarConfig::locate()
@@ -99,6 +108,12 @@ impl LiveLab {
             config.jobs = Some(jobs);
         }
         config.cronjobs = options.cronjobs;
+        if sidecars {
+            let binary = sidecar.clone().expect("sidecars run with Jobs: set job_env");
+            let mut sidecars = SidecarConfig::new(binary);
+            sidecars.pvc_archive = Some(root.path().join(PVC_ARCHIVE_DIR));
+            config.sidecar = Some(sidecars);
+        }
         let kubelet =
             Kubelet::start(client.clone(), dist.clone(), template.clone(), hub.clone(), config)
                 .await
@@ -131,6 +146,13 @@ impl LiveLab {
     /// `host:port` of the MySQL port of `group`'s `site` (its internal Service).
     pub(crate) fn site_addr(&self, group: &str, site: &str) -> String {
         self.service_addr(&format!("mysql-{group}-{site}-internal"), ports::MYSQL)
+    }
+
+    /// The folder standing in for the sidecars' PVC PITR archive mount (with
+    /// [`LiveLabOptions::sidecars`]): their store root, as `/run/bloodraven/pitr-archive` is in
+    /// a pod.
+    pub(crate) fn pvc_archive_dir(&self) -> PathBuf {
+        self.root.path().join(PVC_ARCHIVE_DIR)
     }
 
     /// The lab folder of `claim`.
@@ -166,15 +188,19 @@ impl LiveLab {
         secrets.create(&PostParams::default(), &keys).await.expect("the S3 keys");
     }
 
-    /// The logs of every Job attempt in the lab's namespace, joined.
+    /// The logs of every Job attempt in the lab's namespace (each container's, init
+    /// containers included, headed `<pod>/<container>:`), joined.
     pub(crate) fn job_logs(&self) -> String {
         let kubelet = &self.kubelet;
-        kubelet
-            .job_pods(&self.namespace)
-            .keys()
-            .filter_map(|pod| kubelet.job_log(&self.namespace, pod))
-            .collect::<Vec<_>>()
-            .join("\n---\n")
+        let mut logs = Vec::new();
+        for (pod, found) in kubelet.job_pods(&self.namespace) {
+            for container in found.logs.keys() {
+                if let Some(log) = kubelet.job_container_log(&self.namespace, &pod, container) {
+                    logs.push(format!("{pod}/{container}:\n{log}"));
+                }
+            }
+        }
+        logs.join("\n---\n")
     }
 
     /// Stops the kubelet (and the sites it runs), then the lab; the folders go.

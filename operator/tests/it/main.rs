@@ -32,5 +32,7 @@ mod restore_drill;
 mod restore_live;
 mod restore_plan;
 mod restore_run;
+mod retention_pitr_live;
 mod topology_plan;
 mod verification_pitr;
+mod verification_pitr_live;

@@ -154,6 +154,15 @@ fn held_sites_are_never_promoted_nor_repointed_and_their_receivers_stay_stopped(
     ];
     let steps = run_plan(&facts, &held, 0);
     assert_eq!(steps, [Step::StopReceiver { site: "pdx".into() }]);
+    // Started by hand while its source refuses it (Replica_IO_Running: Connecting): re-stopped
+    // too, before it can receive.
+    let mut connecting = facts.clone();
+    if let Some(replica) = connecting[1].replica.as_mut() {
+        replica.io_running = false;
+        replica.io_connecting = true;
+    }
+    let steps = run_plan(&connecting, &held, 0);
+    assert_eq!(steps, [Step::StopReceiver { site: "pdx".into() }]);
     // The queue removed by a human: replication resumes (the stopped receivers are repointed).
     let released = guards(&status(RestoreInPlacePhase::Failed, None, false));
     let steps = run_plan(&facts, &released, 0);

@@ -268,9 +268,11 @@ pub async fn build_store(
             let root = ArchiveRoot::under_profile("").map_err(|e| e.to_string())?;
             Ok((store.into(), root, "S3"))
         }
-        Destination::Pvc { namespace, claim, sub_path } => {
-            let relative = format!("{namespace}/{claim}/{sub_path}");
-            let root = ArchiveRoot::under_profile(&relative).map_err(|e| e.to_string())?;
+        Destination::Pvc { sub_path, .. } => {
+            // `pvc_mount` is the claim's root: the archive is `<subPath>/binlogs` in it, the
+            // document's `<profile-prefix>/binlogs/`, where the restore Job's pitr-download
+            // (the claim mounted at /backups) reads it.
+            let root = ArchiveRoot::under_profile(sub_path).map_err(|e| e.to_string())?;
             check_pvc_store(pvc_mount, &pvc_mount.join(root.as_str()), mountinfo)
                 .map_err(|e| e.to_string())?;
             let store = FsStore::new(pvc_mount).map_err(|e| e.to_string())?;
@@ -298,20 +300,38 @@ pub async fn run(
     stop: impl Future<Output = ()> + Send,
 ) {
     match settings.lab_pvc_mount.clone() {
-        // The lab: its directory is declared a mount point, so the check passes there.
+        // The lab: one directory stands in for every claim, this one's at
+        // `<dir>/<namespace>/<claim>`, declared a mount point so the check passes there.
         Some(dir) => {
             let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            let claim_dir = match &settings.destination {
+                Destination::Pvc { namespace, claim, .. }
+                    if one_component(namespace) && one_component(claim) =>
+                {
+                    dir.join(namespace).join(claim)
+                }
+                Destination::Pvc { .. } => dir,
+                Destination::S3 { .. } => dir,
+            };
+            if let Err(error) = std::fs::create_dir_all(&claim_dir) {
+                tracing::warn!(dir = %claim_dir.display(), %error, "cannot create the lab's claim folder");
+            }
             let mountinfo = MountInfoSource::Text(format!(
                 "1 0 0:1 / / rw - ext4 /dev/root rw\n2 1 0:2 / {} rw - ext4 /dev/lab-pvc rw\n",
-                dir.display()
+                claim_dir.display()
             ));
-            run_with(settings, server, status, stop, &mountinfo, &dir).await;
+            run_with(settings, server, status, stop, &mountinfo, &claim_dir).await;
         }
         None => {
             let pvc = std::path::Path::new(PVC_MOUNT_PATH);
             run_with(settings, server, status, stop, &MountInfoSource::ProcSelf, pvc).await;
         }
     }
+}
+
+/// Whether `name` is one plain path component (a namespace or claim name is a DNS label).
+fn one_component(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
 /// [`run`] with the mount table and the PVC mount path injected (tests and the lab).

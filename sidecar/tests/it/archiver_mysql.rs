@@ -304,7 +304,8 @@ async fn the_daemon_archives_every_rotation_and_publishes_its_status() {
         let _ = stop.send(());
         daemon.await.unwrap();
         let store = FsStore::new(mount_path(&pvc)).unwrap();
-        let root = ArchiveRoot::under_profile("prod/backups/lion").unwrap();
+        // The claim's root holds `<subPath>/binlogs`, where the restore Job reads it.
+        let root = ArchiveRoot::under_profile("lion").unwrap();
         let open = open_plain(&store, &root).await.unwrap();
         assert_eq!(open.manifests["a"].files.len(), 3);
         drop(app);

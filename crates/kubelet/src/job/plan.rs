@@ -1,5 +1,7 @@
-//! What one Job attempt runs (pure): the pod template's first container → a local program,
-//! its arguments and environment, and the files its volumes hold. IO (reading Secrets,
+//! What one Job attempt runs (pure): the pod template's init containers (in order) and its
+//! first container → local programs, each with its own arguments, environment, mount table and
+//! termination-message file, and the files the pod's volumes hold (shared by every container
+//! of the pod, as emptyDirs are). IO (reading Secrets,
 //! ConfigMaps and claims, resolving Services) happens before, in [`super`], and is passed in.
 
 use std::collections::BTreeMap;
@@ -50,12 +52,63 @@ pub struct File {
     pub mode: u32,
 }
 
-/// One attempt's process.
+/// The Kubernetes default of `terminationMessagePath`.
+pub const DEFAULT_TERMINATION_PATH: &str = "/dev/termination-log";
+
+/// One container's process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub struct Step {
+    /// The container's name.
+    pub name: String,
+    /// The container's image (reported in its status).
+    pub image: String,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// The local file behind the container's `terminationMessagePath` (created empty before
+    /// the pod starts; read once the container ended).
+    pub termination_file: PathBuf,
+    /// `terminationMessagePolicy: FallbackToLogsOnError`.
+    pub fallback_to_logs: bool,
+    /// The container's log (stdout and stderr).
+    pub log: PathBuf,
+    /// The container's mount table ([`MOUNTINFO_ENV`]), written when the pod starts.
+    pub mount_table: Option<MountTable>,
+}
+
+/// A container's mount table: the file [`MOUNTINFO_ENV`] names and each mount's local folder
+/// with whether it is read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountTable {
+    pub path: PathBuf,
+    pub mounts: Vec<(PathBuf, bool)>,
+}
+
+impl MountTable {
+    /// The table in `/proc/self/mountinfo` format, each folder as `resolve` gives it (the
+    /// kubelet resolves symbolic links, as the kernel lists the real path).
+    pub fn text(&self, resolve: impl Fn(&Path) -> PathBuf) -> String {
+        let mut text = String::from("1 0 0:1 / / rw - overlay overlay rw\n");
+        for (index, (local, read_only)) in self.mounts.iter().enumerate() {
+            let options = if *read_only { "ro" } else { "rw" };
+            text.push_str(&format!(
+                "{} 1 0:{} / {} {options} - ext4 /dev/lab{index} {options}\n",
+                index + 2,
+                index + 2,
+                escape(&resolve(local))
+            ));
+        }
+        text
+    }
+}
+
+/// One attempt: the pod's folders and files, its init containers in order, its main container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The init containers, run in order, each to completion, before [`Plan::main`].
+    pub init: Vec<Step>,
+    /// The pod template's first container.
+    pub main: Step,
     /// Folders to create (emptyDirs, claim folders, volume folders).
     pub dirs: Vec<PathBuf>,
     pub files: Vec<File>,
@@ -78,6 +131,17 @@ pub fn first_container(template: &PodTemplateSpec) -> Option<&Container> {
     template.spec.as_ref()?.containers.first()
 }
 
+/// The local log of container `name` of an attempt: the main container's is
+/// `<scratch>/container.log` (what [`crate::Kubelet::job_log`] serves), an init container's
+/// `<scratch>/init/<name>/container.log`.
+pub fn log_path(scratch: &Path, name: &str, init: bool) -> PathBuf {
+    if init {
+        scratch.join("init").join(name).join("container.log")
+    } else {
+        scratch.join("container.log")
+    }
+}
+
 /// The Secret and ConfigMap names and claims a template refers to (what [`Inputs`] must hold).
 pub fn references(template: &PodTemplateSpec) -> (Vec<String>, Vec<String>, Vec<String>) {
     let (mut secrets, mut config_maps, mut claims) = (Vec::new(), Vec::new(), Vec::new());
@@ -93,7 +157,8 @@ pub fn references(template: &PodTemplateSpec) -> (Vec<String>, Vec<String>, Vec<
             claims.push(source.claim_name);
         }
     }
-    if let Some(container) = spec.containers.first() {
+    let init = spec.init_containers.clone().unwrap_or_default();
+    for container in init.iter().chain(spec.containers.first()) {
         for variable in container.env.clone().unwrap_or_default() {
             let Some(from) = variable.value_from else { continue };
             if let Some(key) = from.secret_key_ref {
@@ -119,13 +184,21 @@ fn image_program(image: &str) -> &str {
     last.split(':').next().unwrap_or(last)
 }
 
+/// A volume's local folder and whether the volume itself is read-only (a claim's `readOnly`).
+#[derive(Debug, Clone)]
+struct Folder {
+    path: PathBuf,
+    read_only: bool,
+}
+
 /// The local folder of each volume, by volume name, and the files it holds.
 fn volumes(
     volumes: &[Volume],
     inputs: &Inputs,
     place: &Place<'_>,
-    plan: &mut Plan,
-) -> Result<BTreeMap<String, PathBuf>, PlanError> {
+    dirs: &mut Vec<PathBuf>,
+    files: &mut Vec<File>,
+) -> Result<BTreeMap<String, Folder>, PlanError> {
     let mut folders = BTreeMap::new();
     for volume in volumes {
         let folder = place.scratch.join("volumes").join(&volume.name);
@@ -136,7 +209,7 @@ fn volumes(
             })?;
             let mode = source.default_mode.and_then(|m| u32::try_from(m).ok()).unwrap_or(0o644);
             for (key, value) in data {
-                plan.files.push(File { path: folder.join(key), contents: value.clone(), mode });
+                files.push(File { path: folder.join(key), contents: value.clone(), mode });
             }
         } else if let Some(source) = &volume.config_map {
             let data = inputs.config_maps.get(&source.name).ok_or_else(|| {
@@ -147,7 +220,7 @@ fn volumes(
             })?;
             let mode = source.default_mode.and_then(|m| u32::try_from(m).ok()).unwrap_or(0o644);
             for (key, value) in data {
-                plan.files.push(File {
+                files.push(File {
                     path: folder.join(key),
                     contents: value.clone().into_bytes(),
                     mode,
@@ -161,13 +234,14 @@ fn volumes(
                 ))
             })?;
             let folder = claim_folder(place.claims_root, place.namespace, &source.claim_name, uid);
-            plan.dirs.push(folder.clone());
-            folders.insert(volume.name.clone(), folder);
+            dirs.push(folder.clone());
+            let read_only = source.read_only == Some(true);
+            folders.insert(volume.name.clone(), Folder { path: folder, read_only });
             continue;
         }
-        // emptyDir and anything else: an empty folder of the attempt.
-        plan.dirs.push(folder.clone());
-        folders.insert(volume.name.clone(), folder);
+        // emptyDir and anything else: an empty folder of the attempt, shared by its containers.
+        dirs.push(folder.clone());
+        folders.insert(volume.name.clone(), Folder { path: folder, read_only: false });
     }
     Ok(folders)
 }
@@ -235,8 +309,9 @@ fn value_of(
     Ok(None)
 }
 
-/// Builds the attempt's process. `resolve(namespace, service, port)` gives the lab address of
-/// a Service port (a proxy link).
+/// Builds the attempt: the pod's volumes, then each container's process (init containers in
+/// order, then the first container). `resolve(namespace, service, port)` gives the lab address
+/// of a Service port (a proxy link).
 pub fn plan(
     template: &PodTemplateSpec,
     inputs: &Inputs,
@@ -246,15 +321,51 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let container = first_container(template).ok_or(PlanError::NoContainer)?;
     let spec = template.spec.clone().unwrap_or_default();
-    let mut plan = Plan {
-        program: PathBuf::new(),
-        args: Vec::new(),
-        env: Vec::new(),
-        dirs: vec![place.scratch.to_owned()],
-        files: Vec::new(),
-    };
-    let folders = volumes(&spec.volumes.unwrap_or_default(), inputs, place, &mut plan)?;
-    let mut mounts: Vec<(String, PathBuf)> = container
+    let mut dirs = vec![place.scratch.to_owned()];
+    let mut files = Vec::new();
+    let folders = volumes(&spec.volumes.unwrap_or_default(), inputs, place, &mut dirs, &mut files)?;
+    let mut init = Vec::new();
+    for container in spec.init_containers.iter().flatten() {
+        let own = place.scratch.join("init").join(&container.name);
+        init.push(step(
+            container, &own, true, inputs, config, place, resolve, &folders, &mut dirs, &mut files,
+        )?);
+    }
+    let main = step(
+        container,
+        place.scratch,
+        false,
+        inputs,
+        config,
+        place,
+        resolve,
+        &folders,
+        &mut dirs,
+        &mut files,
+    )?;
+    Ok(Plan { init, main, dirs, files })
+}
+
+/// One container's process; its own files (mount table, termination-message file) live in
+/// `own` (the scratch folder for the main container, `init/<name>` for an init container).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pod-wide plan's parts, passed by the one caller"
+)]
+fn step(
+    container: &Container,
+    own: &Path,
+    is_init: bool,
+    inputs: &Inputs,
+    config: &JobConfig,
+    place: &Place<'_>,
+    resolve: &dyn Fn(&str, &str, u16) -> SocketAddr,
+    folders: &BTreeMap<String, Folder>,
+    dirs: &mut Vec<PathBuf>,
+    files: &mut Vec<File>,
+) -> Result<Step, PlanError> {
+    // (mount path, local folder, read-only)
+    let mut mounted: Vec<(String, PathBuf, bool)> = container
         .volume_mounts
         .clone()
         .unwrap_or_default()
@@ -262,19 +373,34 @@ pub fn plan(
         .filter_map(|mount| {
             let folder = folders.get(&mount.name)?;
             let local = match mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                Some(sub) => folder.join(sub),
-                None => folder.clone(),
+                Some(sub) => folder.path.join(sub),
+                None => folder.path.clone(),
             };
-            Some((mount.mount_path.trim_end_matches('/').to_owned(), local))
+            let read_only = folder.read_only || mount.read_only == Some(true);
+            Some((mount.mount_path.trim_end_matches('/').to_owned(), local, read_only))
         })
         .collect();
     // Longest mount path first, so `/a/b` wins over `/a`.
-    mounts.sort_by_key(|(mount, _)| std::cmp::Reverse(mount.len()));
-    for (_, local) in &mounts {
-        if !plan.dirs.contains(local) {
-            plan.dirs.push(local.clone());
+    mounted.sort_by_key(|(mount, _, _)| std::cmp::Reverse(mount.len()));
+    if !dirs.contains(&own.to_path_buf()) {
+        dirs.push(own.to_owned());
+    }
+    for (_, local, _) in &mounted {
+        if !dirs.contains(local) {
+            dirs.push(local.clone());
         }
     }
+    // The termination-message file: a value naming the container's path names this file.
+    let termination_path = container
+        .termination_message_path
+        .clone()
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| DEFAULT_TERMINATION_PATH.to_owned());
+    let termination_file = own.join("termination-log");
+    files.push(File { path: termination_file.clone(), contents: Vec::new(), mode: 0o666 });
+    let mut mounts: Vec<(String, PathBuf)> =
+        mounted.iter().map(|(mount, local, _)| (mount.clone(), local.clone())).collect();
+    mounts.push((termination_path.trim_end_matches('/').to_owned(), termination_file.clone()));
 
     let mut words: Vec<String> = container.command.clone().unwrap_or_default();
     words.extend(container.args.clone().unwrap_or_default());
@@ -288,9 +414,8 @@ pub fn plan(
     let name = Path::new(&program)
         .file_name()
         .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-    plan.program =
-        config.executables.get(&name).cloned().ok_or(PlanError::NoExecutable(program))?;
-    plan.args = words.iter().map(|word| map_path(word, &mounts)).collect();
+    let program = config.executables.get(&name).cloned().ok_or(PlanError::NoExecutable(program))?;
+    let args = words.iter().map(|word| map_path(word, &mounts)).collect();
 
     let mut env: BTreeMap<String, String> = config.env.clone();
     let mut literal = BTreeMap::new();
@@ -322,24 +447,27 @@ pub fn plan(
     for (name, value) in mapped {
         env.insert(name, map_path(&value, &mounts));
     }
-    if !mounts.is_empty() && !env.contains_key(MOUNTINFO_ENV) {
-        let path = place.scratch.join("mountinfo");
-        let mut text = String::from("1 0 0:1 / / rw - overlay overlay rw\n");
-        for (index, (_, local)) in mounts.iter().enumerate() {
-            text.push_str(&format!(
-                "{} 1 0:{} / {} rw - ext4 /dev/lab{index} rw\n",
-                index + 2,
-                index + 2,
-                escape(local)
-            ));
-        }
-        plan.files.push(File { path: path.clone(), contents: text.into_bytes(), mode: 0o644 });
+    let mut mount_table = None;
+    if !mounted.is_empty() && !env.contains_key(MOUNTINFO_ENV) {
+        let path = own.join("mountinfo");
+        let mounts = mounted.iter().map(|(_, local, read_only)| (local.clone(), *read_only));
+        mount_table = Some(MountTable { path: path.clone(), mounts: mounts.collect() });
         env.insert(MOUNTINFO_ENV.to_owned(), path.display().to_string());
     }
     env.entry("POD_NAMESPACE".to_owned()).or_insert_with(|| place.namespace.to_owned());
     env.insert("RUST_LOG".to_owned(), config.log_filter.clone());
-    plan.env = env.into_iter().collect();
-    Ok(plan)
+    Ok(Step {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        program,
+        args,
+        env: env.into_iter().collect(),
+        termination_file,
+        fallback_to_logs: container.termination_message_policy.as_deref()
+            == Some("FallbackToLogsOnError"),
+        log: log_path(place.scratch, &container.name, is_init),
+        mount_table,
+    })
 }
 
 /// mountinfo's octal escapes for a path.
@@ -479,13 +607,14 @@ mod tests {
             claims_root: Path::new("/claims"),
         };
         let plan = plan(&template(), &inputs(), &config(), &place, &resolve).unwrap();
-        assert_eq!(plan.program, PathBuf::from("/bin/sidecar"));
+        assert!(plan.init.is_empty());
+        assert_eq!(plan.main.program, PathBuf::from("/bin/sidecar"));
         let claim = claim_folder(Path::new("/claims"), "shop", "backups", "uid-1");
         assert_eq!(
-            plan.args,
+            plan.main.args,
             vec!["backup".to_owned(), "--out=/backups/x".to_owned(), claim.display().to_string()]
         );
-        let env: BTreeMap<_, _> = plan.env.iter().cloned().collect();
+        let env: BTreeMap<_, _> = plan.main.env.iter().cloned().collect();
         assert_eq!(env["MYSQL_HOST"], "127.0.0.1");
         assert_eq!(env["MYSQL_PORT"], "40007");
         assert_eq!(env["PEER"], "127.0.0.1:40002");
@@ -503,8 +632,9 @@ mod tests {
             .unwrap();
         assert_eq!((secret_file.contents.as_slice(), secret_file.mode), (&b"u"[..], 0o400));
         assert!(plan.dirs.contains(&claim));
-        let mountinfo = plan.files.iter().find(|f| f.path.ends_with("mountinfo")).unwrap();
-        let text = String::from_utf8(mountinfo.contents.clone()).unwrap();
+        let table = plan.main.mount_table.clone().unwrap();
+        assert_eq!(table.path, Path::new("/scratch/shop/job-abcde/mountinfo"));
+        let text = table.text(Path::to_path_buf);
         assert!(text.contains(&format!(" {} rw - ext4", claim.display())), "{text}");
         assert_eq!(env[MOUNTINFO_ENV], "/scratch/shop/job-abcde/mountinfo");
     }
@@ -534,5 +664,113 @@ mod tests {
             (secrets, config_maps, claims),
             (vec!["creds".into()], vec![], vec!["backups".into()])
         );
+    }
+
+    #[test]
+    fn init_containers_are_planned_in_order_with_their_own_env_mounts_and_messages() {
+        let mut template = template();
+        let pod = template.spec.as_mut().unwrap();
+        pod.volumes.get_or_insert_with(Vec::new).push(Volume {
+            name: "shared".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        });
+        let step = |name: &str, env: Vec<EnvVar>, mounts: Vec<VolumeMount>| Container {
+            name: name.into(),
+            command: Some(vec!["bloodraven-sidecar".into(), name.into()]),
+            env: Some(env),
+            volume_mounts: Some(mounts),
+            ..Container::default()
+        };
+        let read_only = VolumeMount { read_only: Some(true), ..mount("shared", "/shared") };
+        let token_ref = EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: "init-only".into(),
+                key: "token".into(),
+                optional: None,
+            }),
+            ..EnvVarSource::default()
+        };
+        pod.init_containers = Some(vec![
+            step(
+                "first",
+                vec![
+                    env("OUT", "/shared"),
+                    env("MSG", DEFAULT_TERMINATION_PATH),
+                    EnvVar { name: "TOKEN".into(), value: None, value_from: Some(token_ref) },
+                ],
+                vec![mount("shared", "/shared")],
+            ),
+            Container {
+                termination_message_path: Some("/var/msg".into()),
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
+                ..step(
+                    "second",
+                    vec![env("IN", "/shared"), env("MSG", "/var/msg")],
+                    vec![read_only],
+                )
+            },
+        ]);
+        let (secrets, _, _) = references(&template);
+        assert_eq!(secrets, vec!["creds".to_owned(), "init-only".to_owned()]);
+        let mut inputs = inputs();
+        inputs
+            .secrets
+            .insert("init-only".into(), BTreeMap::from([("token".into(), b"t".to_vec())]));
+        let scratch = Path::new("/scratch/shop/job-abcde");
+        let place =
+            Place { namespace: "shop", pod: "job-abcde", scratch, claims_root: Path::new("/c") };
+        let plan = plan(&template, &inputs, &config(), &place, &resolve).unwrap();
+        let names: Vec<&str> = plan.init.iter().map(|step| step.name.as_str()).collect();
+        assert_eq!((names, plan.main.name.as_str()), (vec!["first", "second"], "backup"));
+        let env = |step: &Step| -> BTreeMap<String, String> { step.env.iter().cloned().collect() };
+        let (first, second, main) = (env(&plan.init[0]), env(&plan.init[1]), env(&plan.main));
+        let shared = scratch.join("volumes/shared").display().to_string();
+        assert_eq!(
+            (first["OUT"].as_str(), second["IN"].as_str()),
+            (shared.as_str(), shared.as_str())
+        );
+        assert_eq!(first["TOKEN"], "t");
+        assert!(!second.contains_key("TOKEN") && !main.contains_key("OUT"), "each its own env");
+        assert!(!main.contains_key("IN"));
+        // Each container's termination-message file, named where the container's path is.
+        let own = scratch.join("init/first");
+        assert_eq!(plan.init[0].termination_file, own.join("termination-log"));
+        assert_eq!(first["MSG"], own.join("termination-log").display().to_string());
+        let own = scratch.join("init/second");
+        assert_eq!(second["MSG"], own.join("termination-log").display().to_string());
+        assert!(plan.init[1].fallback_to_logs && !plan.init[0].fallback_to_logs);
+        assert_eq!(plan.main.termination_file, scratch.join("termination-log"));
+        assert_eq!(plan.init[0].log, scratch.join("init/first/container.log"));
+        assert_eq!(plan.main.log, scratch.join("container.log"));
+        for step in plan.init.iter().chain([&plan.main]) {
+            assert!(
+                plan.files.iter().any(|f| f.path == step.termination_file && f.contents.is_empty())
+            );
+        }
+        // Each its own mount table; a read-only mount is listed `ro`.
+        let table = |step: &Step| {
+            let table = step.mount_table.clone().unwrap();
+            assert_eq!(table.path.display().to_string(), env(step)[MOUNTINFO_ENV]);
+            table.text(Path::to_path_buf)
+        };
+        assert!(
+            table(&plan.init[0]).contains(&format!(" {shared} rw - ext4")),
+            "{}",
+            table(&plan.init[0])
+        );
+        assert!(
+            table(&plan.init[1]).contains(&format!(" {shared} ro - ext4")),
+            "{}",
+            table(&plan.init[1])
+        );
+        assert!(!table(&plan.main).contains(&shared), "the main container does not mount it");
+        let resolved = plan.init[0].mount_table.clone().unwrap().text(|_| "/real".into());
+        assert!(resolved.contains(" /real rw - ext4"), "the resolved path is listed: {resolved}");
+        assert!(plan.dirs.contains(&PathBuf::from(&shared)));
+        // A missing Secret an init container names keeps the pod waiting.
+        let error =
+            super::plan(&template, &self::inputs(), &config(), &place, &resolve).unwrap_err();
+        assert!(matches!(&error, PlanError::Config(m) if m.contains("init-only")), "{error}");
     }
 }

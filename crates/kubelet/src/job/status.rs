@@ -91,48 +91,128 @@ pub enum Container {
     },
 }
 
-/// The Pod status of an attempt whose (only) container is `name` with `image`.
-pub fn pod_status(
-    name: &str,
-    image: &str,
-    container: &Container,
-    created: jiff::Timestamp,
-) -> Value {
-    let (phase, state, container_id, ready) = match container {
-        Container::Waiting { reason, message } => {
-            ("Pending", json!({ "waiting": { "reason": reason, "message": message } }), None, false)
-        }
-        Container::Running { pid, started_at } => {
-            ("Running", json!({ "running": { "startedAt": started_at.to_string() } }), *pid, true)
-        }
-        Container::Terminated { pid, exit_code, reason, message, started_at, finished_at } => (
-            if *exit_code == 0 { "Succeeded" } else { "Failed" },
-            json!({ "terminated": {
-                "exitCode": exit_code, "reason": reason,
-                "message": (!message.is_empty()).then_some(message),
-                "startedAt": started_at.to_string(), "finishedAt": finished_at.to_string(),
-            }}),
-            *pid,
-            false,
-        ),
+impl Container {
+    /// `waiting: PodInitializing`: a container whose turn has not come (the main container
+    /// while init containers run, the init containers after the running one).
+    pub fn initializing() -> Self {
+        Container::Waiting { reason: "PodInitializing".to_owned(), message: String::new() }
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self, Container::Terminated { exit_code, .. } if *exit_code != 0)
+    }
+
+    fn completed(&self) -> bool {
+        matches!(self, Container::Terminated { exit_code: 0, .. })
+    }
+
+    /// The container's entry of `containerStatuses`/`initContainerStatuses`.
+    fn status(&self, name: &str, image: &str, ready: bool) -> Value {
+        let (state, pid) = match self {
+            Container::Waiting { reason, message } => (
+                json!({ "waiting": { "reason": reason,
+                                     "message": (!message.is_empty()).then_some(message) } }),
+                None,
+            ),
+            Container::Running { pid, started_at } => {
+                (json!({ "running": { "startedAt": started_at.to_string() } }), *pid)
+            }
+            Container::Terminated { pid, exit_code, reason, message, started_at, finished_at } => (
+                json!({ "terminated": {
+                    "exitCode": exit_code, "reason": reason,
+                    "message": (!message.is_empty()).then_some(message),
+                    "startedAt": started_at.to_string(), "finishedAt": finished_at.to_string(),
+                }}),
+                *pid,
+            ),
+        };
+        json!({
+            "name": name, "image": image, "imageID": "",
+            "containerID": pid.map(|pid| format!("lab://{pid}")),
+            "ready": ready, "restartCount": 0,
+            "started": matches!(self, Container::Running { .. }),
+            "state": state,
+        })
+    }
+}
+
+/// One container of an attempt's pod: its name, image and state.
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
+    pub name: &'a str,
+    pub image: &'a str,
+    pub state: &'a Container,
+}
+
+/// The Pod status of an attempt with init containers `init` (in order; empty when it has none)
+/// and main container `main`, as a kubelet writes it for `restartPolicy: Never`: `Pending`
+/// while init containers run (`Initialized` False, the main container `PodInitializing`),
+/// `Failed` once any container failed, `Running`/`Succeeded` with the main container.
+pub fn pod_status(init: &[Named<'_>], main: &Named<'_>, created: jiff::Timestamp) -> Value {
+    let any_failed = init.iter().chain([main]).any(|c| c.state.failed());
+    let phase = if any_failed {
+        "Failed"
+    } else if main.state.completed() {
+        "Succeeded"
+    } else if matches!(main.state, Container::Running { .. }) {
+        "Running"
+    } else {
+        "Pending"
     };
-    let condition = |type_: &str, value: bool| {
+    let initialized = init.iter().all(|c| c.state.completed());
+    let ready = matches!(main.state, Container::Running { .. });
+    let condition = |type_: &str, value: bool, reason: Option<&str>| {
         json!({ "type": type_, "status": if value { "True" } else { "False" },
+                "reason": reason.filter(|_| !value),
                 "lastTransitionTime": created.to_string() })
     };
-    json!({
+    let mut status = json!({
         "phase": phase,
-        "conditions": [condition("PodScheduled", true), condition("Initialized", true),
-                       condition("ContainersReady", ready), condition("Ready", ready)],
-        "containerStatuses": [{
-            "name": name, "image": image, "imageID": "",
-            "containerID": container_id.map(|pid| format!("lab://{pid}")),
-            "ready": ready, "restartCount": 0, "started": matches!(container, Container::Running { .. }),
-            "state": state,
-        }],
+        "conditions": [
+            condition("PodScheduled", true, None),
+            condition("Initialized", initialized, Some("ContainersNotInitialized")),
+            condition("ContainersReady", ready, Some("ContainersNotReady")),
+            condition("Ready", ready, Some("ContainersNotReady")),
+        ],
+        "containerStatuses": [main.state.status(main.name, main.image, ready)],
         "hostIP": POD_IP, "podIP": POD_IP, "podIPs": [{ "ip": POD_IP }],
         "startTime": created.to_string(),
-    })
+    });
+    if !init.is_empty() {
+        status["initContainerStatuses"] = init
+            .iter()
+            .map(|c| c.state.status(c.name, c.image, c.state.completed()))
+            .collect::<Vec<_>>()
+            .into();
+    }
+    status
+}
+
+/// Kubernetes' cap on one container's termination message (`MaxContainerTerminationMessageLength`).
+pub const MESSAGE_LIMIT: usize = 4096;
+
+/// A container's `terminated.message`, as a kubelet makes it: the last [`MESSAGE_LIMIT`] bytes
+/// of its termination-message file; when that is empty, a failed container with
+/// `FallbackToLogsOnError` gets its log's tail ([`log_tail`]).
+pub fn termination_message(
+    file: &str,
+    exit_code: i32,
+    fallback_to_logs: bool,
+    log: &str,
+) -> String {
+    if !file.is_empty() {
+        return tail_bytes(file, MESSAGE_LIMIT).to_owned();
+    }
+    if exit_code != 0 && fallback_to_logs { log_tail(log) } else { String::new() }
+}
+
+/// The last `limit` bytes of `text` at most, starting on a character boundary.
+fn tail_bytes(text: &str, limit: usize) -> &str {
+    let mut start = text.len().saturating_sub(limit);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 /// How a Job ended.
@@ -204,14 +284,7 @@ pub fn is_finished(job: &Job) -> bool {
 pub fn log_tail(log: &str) -> String {
     let lines: Vec<&str> = log.lines().collect();
     let tail = lines[lines.len().saturating_sub(80)..].join("\n");
-    if tail.len() <= 2048 {
-        return tail;
-    }
-    let mut start = tail.len() - 2048;
-    while !tail.is_char_boundary(start) {
-        start += 1;
-    }
-    tail[start..].to_owned()
+    tail_bytes(&tail, 2048).to_owned()
 }
 
 #[cfg(test)]
@@ -268,20 +341,18 @@ mod tests {
         assert_eq!(labels["job-name"], "mysqlbackup-x");
         assert_eq!(labels["controller-uid"], "u1");
         assert_eq!(pod.metadata.owner_references.unwrap()[0].kind, "Job");
-        let status: k8s_openapi::api::core::v1::PodStatus = serde_json::from_value(pod_status(
-            "backup",
-            "img",
-            &Container::Terminated {
-                pid: Some(7),
-                exit_code: 1,
-                reason: "Error".into(),
-                message: "Error: boom".into(),
-                started_at: at(1),
-                finished_at: at(2),
-            },
-            at(0),
-        ))
-        .unwrap();
+        let state = Container::Terminated {
+            pid: Some(7),
+            exit_code: 1,
+            reason: "Error".into(),
+            message: "Error: boom".into(),
+            started_at: at(1),
+            finished_at: at(2),
+        };
+        let main = Named { name: "backup", image: "img", state: &state };
+        let status: k8s_openapi::api::core::v1::PodStatus =
+            serde_json::from_value(pod_status(&[], &main, at(0))).unwrap();
+        assert!(status.init_container_statuses.is_none());
         assert_eq!(status.phase.as_deref(), Some("Failed"));
         let terminated =
             status.container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
@@ -295,5 +366,100 @@ mod tests {
         assert!(tail.starts_with("line 20\n") && tail.ends_with("line 99"), "{tail}");
         let long = "é".repeat(3000);
         assert!(log_tail(&long).len() <= 2048);
+    }
+
+    #[test]
+    fn init_containers_are_reported_as_a_kubelet_does() {
+        let done = Container::Terminated {
+            pid: Some(1),
+            exit_code: 0,
+            reason: "Completed".into(),
+            message: "fetched".into(),
+            started_at: at(1),
+            finished_at: at(2),
+        };
+        let running = Container::Running { pid: Some(2), started_at: at(3) };
+        let waiting = Container::initializing();
+        fn named<'a>(name: &'a str, state: &'a Container) -> Named<'a> {
+            Named { name, image: "i", state }
+        }
+        let parse = |value: Value| -> k8s_openapi::api::core::v1::PodStatus {
+            serde_json::from_value(value).unwrap()
+        };
+        let condition = |status: &k8s_openapi::api::core::v1::PodStatus, type_: &str| {
+            status
+                .conditions
+                .clone()
+                .unwrap()
+                .into_iter()
+                .find(|c| c.type_ == type_)
+                .unwrap()
+                .status
+        };
+        let (done, running, waiting) = (&done, &running, &waiting);
+        // The second init container runs: Pending, not initialized, the main one waits.
+        let status = parse(pod_status(
+            &[named("a", done), named("b", running)],
+            &named("main", waiting),
+            at(0),
+        ));
+        assert_eq!(status.phase.as_deref(), Some("Pending"));
+        assert_eq!(condition(&status, "Initialized"), "False");
+        let init = status.init_container_statuses.clone().unwrap();
+        assert_eq!(
+            init[0].state.clone().unwrap().terminated.unwrap().message.as_deref(),
+            Some("fetched")
+        );
+        assert!(init[1].state.clone().unwrap().running.is_some());
+        let main = &status.container_statuses.clone().unwrap()[0];
+        assert_eq!(
+            main.state.clone().unwrap().waiting.unwrap().reason.as_deref(),
+            Some("PodInitializing")
+        );
+        // The second one failed: the pod failed, the main container never started.
+        let failed = &(Container::Terminated {
+            pid: Some(2),
+            exit_code: 4,
+            reason: "Error".into(),
+            message: "PITRArchiveGap: boom".into(),
+            started_at: at(3),
+            finished_at: at(4),
+        });
+        let status = parse(pod_status(
+            &[named("a", done), named("b", failed), named("c", waiting)],
+            &named("main", waiting),
+            at(0),
+        ));
+        assert_eq!(status.phase.as_deref(), Some("Failed"));
+        assert_eq!(condition(&status, "Initialized"), "False");
+        let init = status.init_container_statuses.unwrap();
+        let terminated = init[1].state.clone().unwrap().terminated.unwrap();
+        assert_eq!(
+            (terminated.exit_code, terminated.message.as_deref()),
+            (4, Some("PITRArchiveGap: boom"))
+        );
+        assert!(init[2].state.clone().unwrap().waiting.is_some());
+        // All initialized, the main one runs.
+        let status = parse(pod_status(&[named("a", done)], &named("main", running), at(0)));
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(
+            (condition(&status, "Initialized"), condition(&status, "Ready")),
+            ("True".into(), "True".into())
+        );
+    }
+
+    #[test]
+    fn the_termination_message_is_the_file_else_the_log_on_error() {
+        assert_eq!(termination_message("verdict", 0, true, "log"), "verdict");
+        assert_eq!(termination_message("verdict", 1, true, "log"), "verdict", "the file wins");
+        assert_eq!(termination_message("", 1, true, "a\nb"), "a\nb");
+        assert_eq!(termination_message("", 1, false, "log"), "");
+        assert_eq!(termination_message("", 0, true, "log"), "");
+        let long = format!("head{}", "x".repeat(5000));
+        assert_eq!(
+            termination_message(&long, 0, false, "").len(),
+            MESSAGE_LIMIT,
+            "the last 4096 bytes"
+        );
     }
 }

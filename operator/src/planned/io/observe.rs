@@ -524,6 +524,7 @@ mod tests {
                     source_host: "127.0.0.1".into(),
                     source_port: 4001,
                     io_running: true,
+                    io_connecting: false,
                     sql_running: true,
                     seconds_behind_source: Some(0),
                     auto_position: true,

@@ -35,6 +35,7 @@ use mysql_async::Pool;
 use serde_json::{Value, json};
 
 use super::queue_io::publish;
+use super::{core_run, run_sql};
 use crate::observe::{Account, Bounds};
 
 /// A rejected restore is checked again after this long.
@@ -133,6 +134,30 @@ fn time(now: Timestamp) -> String {
     now.to_string()
 }
 
+/// The replication hold, first in every pass: a pass that acts ends the poll before the
+/// topology manager's plan, whose guards re-stop held receivers, and a run acts on nearly
+/// every poll from Restoring on. So a receiver that runs or connects on a held site (started
+/// by hand, or left running across an operator restart) is stopped here before the pass can
+/// create the restore Job or move on. A failed stop is retried on the next poll.
+async fn hold_receivers(ctx: &RunContext<'_>, status: &bloodraven_crd::MysqlFailoverGroupStatus) {
+    for site in super::guards::guards(status).hold_receivers {
+        let Some(pool) = ctx.pools.get(&site) else { continue };
+        let state = match run_sql::receiver(pool, ctx.bounds).await {
+            core_run::Receiver::Running { .. } => "running",
+            core_run::Receiver::Connecting => "connecting",
+            core_run::Receiver::Stopped | core_run::Receiver::Unknown { .. } => continue,
+        };
+        match run_sql::exec(pool, crate::sql::STOP_REPLICA_IO_THREAD, ctx.bounds).await {
+            Ok(()) => {
+                tracing::warn!(%site, state, "a held receiver was started; stopped it again");
+            }
+            Err(why) => {
+                tracing::warn!(%site, %why, "re-stopping a held receiver failed; retried next poll");
+            }
+        }
+    }
+}
+
 /// One pass. See the module documentation.
 pub async fn pass(ctx: &RunContext<'_>, memory: &mut RunMemory) -> Result<RunPassed, RunIoError> {
     let status = ctx.group.status.clone().unwrap_or_default();
@@ -140,6 +165,7 @@ pub async fn pass(ctx: &RunContext<'_>, memory: &mut RunMemory) -> Result<RunPas
     if run.scope.as_ref() == Some(&RestoreScope::Schema) {
         return Ok(RunPassed::Idle);
     }
+    hold_receivers(ctx, &status).await;
     let passed = match run.phase.as_ref() {
         Some(RestoreInPlacePhase::Fencing) => fencing::fencing(ctx, &status, &run, memory).await?,
         Some(RestoreInPlacePhase::Restoring) => restoring::restoring(ctx, &status, &run).await?,
