@@ -296,3 +296,173 @@ pub(crate) fn events(lab: &Lab, name: &str) -> Vec<(String, String)> {
 pub(crate) fn event_reasons(lab: &Lab, name: &str) -> Vec<String> {
     events(lab, name).into_iter().map(|(reason, _)| reason).collect()
 }
+
+/// What [`pitr_source_with_backup`] set up: a source group archiving PITR binlogs, its backup
+/// `b1`, and two write batches a whole-second target apart, all archived.
+pub(crate) struct PitrSource {
+    /// A connection to the source's primary.
+    pub(crate) source: mysql_async::Conn,
+    /// `b1`'s `status.gtidExecuted`.
+    pub(crate) backup_gtids: GtidSet,
+    /// The source's set after the first batch (before the target).
+    pub(crate) at_target: GtidSet,
+    /// The source's set after the second batch (every acknowledged write).
+    pub(crate) acknowledged: GtidSet,
+    /// The whole-second target between the two batches.
+    pub(crate) target: jiff::Timestamp,
+}
+
+/// The shared setup of the live PITR tests (the lab started with sidecars and the tools of
+/// `verification_pitr_live.rs`): links the claim `backups`'s folder to the sidecars' archive
+/// folder for `namespace` (the lab keeps the two apart; one claim in a cluster), gives the
+/// example group `group` profile `pvc` (`backups`, `sub_path`) with PITR on it, waits (up to
+/// `bound`) for it to converge, creates `app.orders` with rows 0..50, backs it up as `b1`, then
+/// writes rows 50..75, takes a whole-second target T at least a second later, writes rows
+/// 75..100 at least a second after T, seals the binlog and waits for the archive to hold every
+/// write after the backup. The operator must be running.
+pub(crate) async fn pitr_source_with_backup(
+    live: &LiveLab,
+    group: &str,
+    sub_path: &str,
+    bound: Duration,
+) -> PitrSource {
+    use bloodraven_archive::reader::{ReaderKey, ReaderOptions};
+    use bloodraven_crd::MysqlFailoverGroup;
+    use bloodraven_crd::backup::{BackupPhase, MysqlBackup};
+    use bloodraven_store::{ArchiveRoot, FsStore, open_archive};
+    use kube::api::{Patch, PatchParams};
+
+    let every = Duration::from_millis(500);
+    let namespace = live.namespace.as_str();
+    let (_claim, folder) = live.create_backup_claim().await;
+    let sidecar_side = live.pvc_archive_dir().join(namespace).join("backups");
+    std::fs::create_dir_all(&sidecar_side).expect("the sidecars' archive folder");
+    std::os::unix::fs::symlink(&sidecar_side, &folder).expect("the layout bridge");
+
+    let groups: Api<MysqlFailoverGroup> = Api::namespaced(live.client.clone(), namespace);
+    let backup_spec = json!({ "spec": { "backup": {
+        "profiles": [{ "name": "pvc", "storage": { "type": "PVC",
+                       "pvc": { "claimName": "backups", "subPath": sub_path } } }],
+        "pitr": { "enabled": true, "profileName": "pvc" },
+    }}});
+    groups
+        .patch(group, &PatchParams::default(), &Patch::Merge(&backup_spec))
+        .await
+        .expect("the backup profile and PITR");
+
+    let primary =
+        super::harness::wait_for("the source group to converge", bound, every, || async {
+            let status = groups.get(group).await.ok()?.status?;
+            let active = status.active_site?;
+            let all = status.sites.iter().filter(|site| site.name != active).all(|site| {
+                site.replicating == Some(true) && site.seconds_behind_source == Some(0)
+            });
+            (all && status.sites.len() == 3).then_some(active)
+        })
+        .await;
+    let mut source = conn(&live.site_addr(group, &primary)).await.expect("the primary answers");
+    source
+        .query_drop("CREATE TABLE app.orders (id INT PRIMARY KEY, note VARCHAR(40))")
+        .await
+        .unwrap();
+    for id in 0..50 {
+        source
+            .query_drop(format!("INSERT INTO app.orders VALUES ({id}, 'before {id}')"))
+            .await
+            .unwrap();
+    }
+
+    let backups: Api<MysqlBackup> = Api::namespaced(live.client.clone(), namespace);
+    let b1: MysqlBackup = serde_json::from_value(json!({
+        "apiVersion": "shipstream.io/v1alpha1", "kind": "MysqlBackup",
+        "metadata": { "name": "b1", "namespace": namespace },
+        "spec": { "failoverGroupRef": { "name": group }, "profileName": "pvc" },
+    }))
+    .unwrap();
+    backups.create(&PostParams::default(), &b1).await.expect("MysqlBackup b1");
+    let backup_gtids = super::harness::wait_for(
+        "backup b1 Succeeded with its gtidExecuted",
+        bound,
+        every,
+        || async {
+            let status = backups.get("b1").await.ok()?.status?;
+            assert_ne!(status.phase, Some(BackupPhase::Failed), "b1 failed: {}", live.job_logs());
+            if status.phase != Some(BackupPhase::Succeeded) {
+                return None;
+            }
+            assert!(
+                status.failover_group_uid.as_deref().is_some_and(|uid| !uid.is_empty()),
+                "b1 records its source group's uid (the stamp the replay is tied to): {status:#?}"
+            );
+            status.gtid_executed.clone()
+        },
+    )
+    .await;
+    let backup_gtids: GtidSet = backup_gtids.replace('\n', "").parse().expect("b1's GTID set");
+
+    // A target must lie a second past the dump's end (rounded up), PITRBackupAfterTarget
+    // otherwise: the first batch waits 2 s after the dump.
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    for id in 50..75 {
+        source
+            .query_drop(format!("INSERT INTO app.orders VALUES ({id}, 'before T {id}')"))
+            .await
+            .unwrap();
+    }
+    let at_target = executed(&mut source).await;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let target =
+        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second()).expect("a whole second");
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for id in 75..100 {
+        source
+            .query_drop(format!("INSERT INTO app.orders VALUES ({id}, 'after T {id}')"))
+            .await
+            .unwrap();
+    }
+    let acknowledged = executed(&mut source).await;
+    source.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    let after_backup = acknowledged.difference(&backup_gtids);
+    assert!(
+        !after_backup.is_empty() && !acknowledged.difference(&at_target).is_empty(),
+        "writes after the backup and after the target"
+    );
+
+    // The archive as the sidecars wrote it holds them (`<claim>/<subPath>/binlogs`).
+    let store = FsStore::new(live.pvc_archive_dir()).expect("the sidecars' store");
+    let root = ArchiveRoot::under_profile(&format!("{namespace}/backups/{sub_path}"))
+        .expect("the archive root");
+    let started = std::time::Instant::now();
+    loop {
+        let mut all = GtidSet::new();
+        if let Ok(open) = open_archive(&store, &root, ReaderOptions::new(ReaderKey::None)).await {
+            for manifest in open.manifests.values() {
+                for row in &manifest.files {
+                    all.union_with(row.effective_gtids());
+                }
+            }
+        }
+        if after_backup.is_subset(&all) {
+            break;
+        }
+        if started.elapsed() > bound {
+            let pitr = groups.get(group).await.ok().and_then(|g| g.status).map(|s| s.pitr);
+            panic!(
+                "gave up after {bound:?} waiting for the archive under {} to hold {after_backup} (it holds {all})\nstatus.pitr: {pitr:#?}",
+                folder.display(),
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    PitrSource { source, backup_gtids, at_target, acknowledged, target }
+}
+
+/// `@@global.gtid_executed` over `conn`; panics if it cannot be read.
+pub(crate) async fn executed(conn: &mut mysql_async::Conn) -> GtidSet {
+    let text: String = conn
+        .query_first("SELECT @@global.gtid_executed")
+        .await
+        .expect("reading @@gtid_executed")
+        .expect("a row");
+    text.replace('\n', "").parse().expect("a GTID set")
+}

@@ -13,6 +13,7 @@ mod backup_verify_live;
 mod bad_input;
 mod bootstrap_live;
 mod bootstrap_pitr;
+mod bootstrap_pitr_live;
 mod bootstrap_plan;
 mod crash_sweep;
 mod deploy;
