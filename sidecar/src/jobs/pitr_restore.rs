@@ -20,6 +20,15 @@ pub const DEFAULT_MESSAGE_LIMIT: usize = 3_072;
 pub struct PitrRestoreArgs {
     #[command(flatten)]
     pub restore: RestoreArgs,
+    /// The replay and where its verdict goes.
+    #[command(flatten)]
+    pub replay: ReplayStepArgs,
+}
+
+/// The settings of a step that replays the staged plan into a loaded server and writes the
+/// verdict as its termination message (`pitr-restore`, `verify --point-in-time`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayStepArgs {
     /// The plan and the source it names.
     #[command(flatten)]
     pub plan: PlanArgs,
@@ -42,6 +51,33 @@ pub struct PitrRestoreArgs {
     pub message_limit: usize,
 }
 
+impl ReplayStepArgs {
+    /// The replay of the plan into the server at `host:port`.
+    pub fn replay_args(
+        &self,
+        mysql_host: String,
+        mysql_port: u16,
+        mysql_creds_dir: Option<PathBuf>,
+        mysql_client: PathBuf,
+    ) -> ReplayArgs {
+        ReplayArgs {
+            plan: self.plan.clone(),
+            target_local: String::new(),
+            mysql_host,
+            mysql_port,
+            mysql_creds_dir,
+            mysql_client,
+            mysqlbinlog: self.mysqlbinlog.clone(),
+        }
+    }
+
+    /// Writes the replay's lines as the termination message (the verdict last).
+    pub fn write_verdict(&self, lines: &[String]) -> anyhow::Result<()> {
+        let message = termination_message(lines, self.message_limit)?;
+        write_termination(&self.termination_log, &message)
+    }
+}
+
 /// The load, then the replay; the replay's lines (the verdict last).
 pub async fn run(args: PitrRestoreArgs) -> anyhow::Result<ReplayOutcome> {
     let restore = args.restore.clone();
@@ -53,18 +89,14 @@ pub async fn run(args: PitrRestoreArgs) -> anyhow::Result<ReplayOutcome> {
         chunks = loaded.chunks,
         "backup loaded; replaying the plan"
     );
-    let outcome = super::replay::run(ReplayArgs {
-        plan: args.plan.clone(),
-        target_local: String::new(),
-        mysql_host: restore.mysql_host,
-        mysql_port: restore.mysql_port,
-        mysql_creds_dir: restore.mysql_creds_dir,
-        mysql_client: restore.mysql_client,
-        mysqlbinlog: args.mysqlbinlog.clone(),
-    })
+    let outcome = super::replay::run(args.replay.replay_args(
+        restore.mysql_host,
+        restore.mysql_port,
+        restore.mysql_creds_dir,
+        restore.mysql_client,
+    ))
     .await?;
-    let message = termination_message(&outcome.lines, args.message_limit)?;
-    write_termination(&args.termination_log, &message)?;
+    args.replay.write_verdict(&outcome.lines)?;
     Ok(outcome)
 }
 

@@ -27,8 +27,8 @@ use mysql_async::prelude::Queryable as _;
 use tracing::info;
 
 use super::dump_meta::{self, DumpMetaArgs};
-use super::pitr_restore::{DEFAULT_MESSAGE_LIMIT, termination_message, write_termination};
-use super::replay::{self, PlanArgs, ReplayArgs};
+use super::pitr_restore::{ReplayStepArgs, termination_message, write_termination};
+use super::replay;
 use super::restore::{self, RestoreArgs};
 use super::scratch::{self, ScratchConfig};
 use super::storage::StorageArgs;
@@ -103,26 +103,9 @@ pub struct VerifyArgs {
         default_value_t = false
     )]
     pub point_in_time: bool,
-    /// The staged plan and the source group the verdict names (with `--point-in-time`).
+    /// The replay of the staged plan and where its verdict goes (with `--point-in-time`).
     #[command(flatten)]
-    pub plan: PlanArgs,
-    /// The mysqlbinlog executable (with `--point-in-time`).
-    #[arg(long = "mysqlbinlog", env = "BLOODRAVEN_MYSQLBINLOG", default_value = "mysqlbinlog")]
-    pub mysqlbinlog: PathBuf,
-    /// Where the verdict is written (the container's `terminationMessagePath`); empty: nowhere.
-    #[arg(
-        long = "termination-log",
-        env = "BLOODRAVEN_TERMINATION_LOG",
-        default_value = "/dev/termination-log"
-    )]
-    pub termination_log: PathBuf,
-    /// The termination message's budget in bytes.
-    #[arg(
-        long = "termination-message-limit",
-        env = "BLOODRAVEN_TERMINATION_MESSAGE_LIMIT",
-        default_value_t = DEFAULT_MESSAGE_LIMIT
-    )]
-    pub message_limit: usize,
+    pub replay: ReplayStepArgs,
 }
 
 /// A verification that proved the backup.
@@ -286,15 +269,12 @@ pub async fn run(args: VerifyArgs) -> Result<Verified, Refusal> {
     // gtid_executed proved equal to the plan's certified set.
     let replayed = if args.point_in_time {
         info!(gtid_executed = %loaded.gtid_executed, "backup loaded; replaying the staged plan");
-        let outcome = replay::run(ReplayArgs {
-            plan: args.plan.clone(),
-            target_local: String::new(),
-            mysql_host: server.target.host.clone(),
-            mysql_port: server.target.port,
-            mysql_creds_dir: Some(creds_dir.clone()),
-            mysql_client: args.mysql_client.clone(),
-            mysqlbinlog: args.mysqlbinlog.clone(),
-        })
+        let outcome = replay::run(args.replay.replay_args(
+            server.target.host.clone(),
+            server.target.port,
+            Some(creds_dir.clone()),
+            args.mysql_client.clone(),
+        ))
         .await;
         match outcome {
             Ok(outcome) => Some(outcome),
@@ -316,9 +296,9 @@ pub async fn run(args: VerifyArgs) -> Result<Verified, Refusal> {
         None => Verified { gtid_executed: loaded.gtid_executed, tables, replay: Vec::new() },
         Some(outcome) => {
             // The verdict as the termination message, the step's last action.
-            let message = termination_message(&outcome.lines, args.message_limit)
+            let message = termination_message(&outcome.lines, args.replay.message_limit)
                 .map_err(|error| classify_replay_error(&format!("{error:#}")))?;
-            write_termination(&args.termination_log, &message)
+            write_termination(&args.replay.termination_log, &message)
                 .map_err(|error| Refusal::new(VERIFICATION_FAILED, &error))?;
             Verified {
                 gtid_executed: outcome.executed.to_compact_string(),

@@ -16,6 +16,7 @@ use bloodraven_gtid::GtidSet;
 use bloodraven_sidecar::jobs::backup::{self, BackupArgs};
 use bloodraven_sidecar::jobs::dump_meta::{self, DumpMetaArgs};
 use bloodraven_sidecar::jobs::pitr_download::{self, PitrDownloadArgs};
+use bloodraven_sidecar::jobs::pitr_restore::ReplayStepArgs;
 use bloodraven_sidecar::jobs::replay::PlanArgs;
 use bloodraven_sidecar::jobs::storage::StorageArgs;
 use bloodraven_sidecar::jobs::verify::{self, Verified, VerifyArgs};
@@ -109,15 +110,17 @@ async fn verify_to(
         scratch: dir.join("scratch"),
         storage: storage.clone(),
         point_in_time: true,
-        plan: PlanArgs {
-            staging,
-            source_namespace: "prod".into(),
-            source_name: "orders".into(),
-            encryption_mode: "None".into(),
+        replay: ReplayStepArgs {
+            plan: PlanArgs {
+                staging,
+                source_namespace: "prod".into(),
+                source_name: "orders".into(),
+                encryption_mode: "None".into(),
+            },
+            mysqlbinlog: tool("BLOODRAVEN_MYSQLBINLOG"),
+            termination_log: termination.clone(),
+            message_limit: 3_072,
         },
-        mysqlbinlog: tool("BLOODRAVEN_MYSQLBINLOG"),
-        termination_log: termination.clone(),
-        message_limit: 3_072,
     })
     .await
     .unwrap_or_else(|refusal| panic!("verify to {stop:?}: {}", refusal.line()));
